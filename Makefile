@@ -1,0 +1,42 @@
+# paperchat — `make help` lists the targets.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SAMPLE := data/sample/*.txt
+
+.DEFAULT_GOAL := help
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# torch first, pinned: this takes the CPU wheel; a bare `torch` would pull a multi-GB CUDA build
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install paperchat with its dev tools
+
+run: $(STAMP) ## start paperchat on the bundled sample corpus
+	$(BIN)/paperchat ingest $(SAMPLE)
+	$(BIN)/paperchat stats
+	$(BIN)/paperchat papers
+
+browser: ## install Debian's chromium for the browser tests (needs root)
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+
+test: $(STAMP) ## run lint and the whole test suite
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q
+
+bench-ingest: $(STAMP) ## ingest throughput vs the bare encoder on Cranfield → docs/benchmarks.md
+	$(BIN)/python -m bench.ingest_ratio
+
+clean: ## remove caches (not your ~/.paperchat)
+	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
+
+.PHONY: help install run browser test bench-ingest clean

@@ -1,0 +1,91 @@
+"""Ingest throughput vs the bare encoder on the same texts (Cranfield, 1,400 abstracts).
+
+    python -m bench.ingest_ratio [--corpus PATH] [--limit N] [--no-write]
+
+Times, in one run and with the same loaded model: (1) the bare sentence-transformers encoder on one
+text per paper (title + abstract, as the pipeline sees it), (2) the full pipeline — load, normalise,
+chunk, embed, write to a fresh embedded Chroma store. Ratio = pipeline papers/s ÷ encoder papers/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+from bench.report import machine, update_section
+
+log = logging.getLogger("bench.ingest_ratio")
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT.parent / "shared" / "datasets" / "cranfield" / "corpus.jsonl"
+
+
+def run(corpus: Path, limit: int | None, repeats: int = 2) -> dict[str, float]:
+    from rag import loaders
+    from rag.config import get_settings
+    from rag.records import Paper
+    from rag.runtime import Runtime
+    from rag.text import plain_text
+
+    papers = loaders.load(corpus).papers[:limit]
+    texts = [plain_text(f"{p.title}. {p.abstract}" if p.title else p.abstract) for p in papers]
+    best_bare, best_pipe = float("inf"), float("inf")
+    embedder = None
+    for r in range(repeats):
+        with tempfile.TemporaryDirectory() as home:
+            settings = get_settings(home=home, embeddings={"cache": False})
+            rt = Runtime(settings, _embedder=embedder)
+            embedder = rt.embedder
+            embedder.embed(texts[:64])  # warm-up: first call pays one-off allocation costs
+            t0 = time.perf_counter()
+            embedder.embed(texts)
+            best_bare = min(best_bare, time.perf_counter() - t0)
+            ingestor = rt.ingestor(progress=False)
+            t0 = time.perf_counter()
+            if limit:
+                fresh = [Paper(**{**p.__dict__}) for p in papers]
+                report = ingestor.ingest_papers(fresh)
+            else:
+                report = ingestor.ingest([corpus])
+            best_pipe = min(best_pipe, time.perf_counter() - t0)
+            chunks = rt.store.count_chunks()
+            rt.close()
+            assert report.added == len(papers), report.summary()
+            log.info("run %d: bare %.1fs, pipeline %.1fs", r, best_bare, best_pipe)
+    n = len(papers)
+    return {"papers": n, "chunks": chunks, "bare_s": best_bare, "pipeline_s": best_pipe,
+            "bare_pps": n / best_bare, "pipeline_pps": n / best_pipe, "ratio": best_bare / best_pipe}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT)
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    log.info("ingest ratio on %s (limit %s, best of %d)", args.corpus, args.limit, args.repeats)
+    r = run(args.corpus, args.limit, args.repeats)
+    print(f"papers {r['papers']}  chunks {r['chunks']}  encoder {r['bare_pps']:.1f} papers/s  "
+          f"pipeline {r['pipeline_pps']:.1f} papers/s  ratio {r['ratio']:.3f}")
+    if not args.no_write:
+        body = f"""## Ingest throughput vs the bare encoder
+
+`make bench-ingest` (= `python -m bench.ingest_ratio`), {machine()}, best of {args.repeats} runs.
+Corpus: `{args.corpus.relative_to(ROOT.parent) if args.corpus.is_relative_to(ROOT.parent) else args.corpus}`.
+
+| | papers | seconds | papers/s |
+|---|---:|---:|---:|
+| bare all-MiniLM-L6-v2 encoder (one text per paper) | {r['papers']} | {r['bare_s']:.1f} | {r['bare_pps']:.1f} |
+| paperchat ingest (load, chunk, embed, write Chroma; {r['chunks']} chunks) | {r['papers']} | {r['pipeline_s']:.1f} | {r['pipeline_pps']:.1f} |
+
+**Ratio pipeline ÷ encoder: {r['ratio']:.3f}** (target ≥ 0.85).
+"""
+        print(f"wrote {update_section('ingest', body)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Sentence-window chunks that fit the embedding model's input window.
+
+all-MiniLM-L6-v2 silently truncates at 256 word pieces, so a long abstract is split into windows of
+whole sentences (with a sentence of overlap) measured in the *embedder's* tokens. Each chunk is
+prefixed with the paper's title so every window knows what paper it belongs to. Chunk sizes for
+the LLM's context budget are counted with tiktoken (cl100k).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rag import tokens
+from rag.records import Paper
+from rag.text import plain_text, split_sentences
+
+Counter = Callable[[list[str]], list[int]]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    index: int
+    text: str  # what is embedded and indexed: "title. sentences…" in plain text
+    start_sentence: int
+    end_sentence: int  # exclusive
+    llm_tokens: int  # cl100k count, for the LLM context budget
+
+
+def _split_long(sentence: str, budget: int, count: Counter) -> list[str]:
+    """A sentence longer than the window is cut on word boundaries into pieces that fit."""
+    words = sentence.split()
+    pieces: list[str] = []
+    lo = 0
+    while lo < len(words):
+        hi = len(words)
+        # Binary search the longest prefix that fits; word pieces per word vary too much to guess.
+        best = lo + 1
+        left, right = lo + 1, hi
+        while left <= right:
+            mid = (left + right) // 2
+            if count([" ".join(words[lo:mid])])[0] <= budget:
+                best, left = mid, mid + 1
+            else:
+                right = mid - 1
+        pieces.append(" ".join(words[lo:best]))
+        lo = best
+    return pieces
+
+
+def chunk_paper(paper: Paper, count: Counter, max_tokens: int, overlap: int = 1) -> list[Chunk]:
+    """Split a paper into windows of at most ``max_tokens`` embedder tokens (title included)."""
+    title = plain_text(paper.title) if paper.title else ""
+    prefix = f"{title}. " if title else ""
+    sentences = [plain_text(s) for s in split_sentences(paper.abstract)] or [plain_text(paper.abstract)]
+    # Cheap path: the whole abstract fits (most do).
+    whole = prefix + " ".join(sentences)
+    sizes = count([whole])
+    if sizes[0] <= max_tokens:
+        return [Chunk(0, whole, 0, len(sentences), tokens.count_tokens(whole))]
+    prefix_cost = count([prefix])[0] - 2 if prefix else 0  # specials are counted once per chunk
+    if prefix_cost > max_tokens // 3:  # an absurd title must not starve the abstract
+        prefix, prefix_cost = "", 0
+    budget = max_tokens - prefix_cost
+    units: list[str] = []
+    unit_sent: list[int] = []
+    for i, (s, n) in enumerate(zip(sentences, count(sentences))):
+        parts = [s] if n <= budget else _split_long(s, budget, count)
+        units.extend(parts)
+        unit_sent.extend([i] * len(parts))
+    unit_cost = [max(0, n - 2) for n in count(units)]
+    chunks: list[Chunk] = []
+    start = 0
+    while start < len(units):
+        end, used = start, 2
+        while end < len(units) and used + unit_cost[end] + 1 <= budget:
+            used += unit_cost[end] + 1
+            end += 1
+        end = max(end, start + 1)
+        text = prefix + " ".join(units[start:end])
+        while end > start + 1 and count([text])[0] > max_tokens:  # joins can tokenise differently
+            end -= 1
+            text = prefix + " ".join(units[start:end])
+        chunks.append(Chunk(len(chunks), text, unit_sent[start], unit_sent[end - 1] + 1, tokens.count_tokens(text)))
+        if end >= len(units):
+            break
+        start = max(start + 1, end - overlap)
+    return chunks

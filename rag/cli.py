@@ -1,0 +1,176 @@
+"""`paperchat` command line: one entry point, one subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rag.config import Settings, get_settings
+from rag.errors import InputError, PaperchatError
+
+log = logging.getLogger("paperchat")
+
+Handler = Callable[[argparse.Namespace, Settings], int]
+COMMANDS: dict[str, Handler] = {}
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        COMMANDS[name] = fn
+        return fn
+    return register
+
+
+def parse_mapping(pairs: Sequence[str]) -> dict[str, str] | None:
+    """``--map abstract=Summary --map title=Name`` → {"abstract": "Summary", "title": "Name"}."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        field, sep, column = pair.partition("=")
+        if not sep or not field.strip() or not column.strip():
+            raise InputError(f"--map expects FIELD=COLUMN, got {pair!r}")
+        out[field.strip()] = column.strip()
+    return out or None
+
+
+def parse_year_range(text: str | None) -> tuple[int | None, int | None]:
+    """``2024`` → (2024, 2024); ``2020-2024``, ``2020-`` and ``-2024`` → open or closed ranges."""
+    if not text:
+        return None, None
+    lo, sep, hi = text.partition("-")
+    try:
+        if not sep:
+            return int(lo), int(lo)
+        return (int(lo) if lo.strip() else None), (int(hi) if hi.strip() else None)
+    except ValueError:
+        raise InputError(f"--year expects YEAR or FROM-TO, got {text!r}") from None
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+@command("ingest")
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.runtime import Runtime
+
+    rt = Runtime(settings)
+    try:
+        if args.rebuild:
+            rt.store.reset()
+        report = rt.ingestor(progress=not args.json).ingest(args.paths, fmt=args.format,
+                                                            mapping=parse_mapping(args.map), strict=args.strict)
+    finally:
+        rt.close()
+    if args.json:
+        _print_json(report.as_dict())
+    else:
+        for err in report.file_errors:
+            print(f"error: {err}", file=sys.stderr)
+        print(report.summary())
+    return 1 if report.failed else 0
+
+
+@command("stats")
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.runtime import Runtime
+
+    rt = Runtime(settings)
+    try:
+        store = rt.read_store()
+        stats = {"papers": len(store.paper_ids()), "chunks": store.count_chunks(),
+                 "embedding_model": store.model_name, "dim": store.dim, "store_mode": settings.store.mode,
+                 "store_location": store.location, "collection": settings.store.collection,
+                 "generation": store.generation}
+    finally:
+        rt.close()
+    if args.json:
+        _print_json(stats)
+    else:
+        for k, v in stats.items():
+            print(f"{k:>16}: {v}")
+    return 0
+
+
+@command("papers")
+def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.catalog import PaperQuery, find_papers
+    from rag.runtime import Runtime
+
+    year_from, year_to = parse_year_range(args.year)
+    query = PaperQuery(author=args.author, category=args.category, year_from=year_from, year_to=year_to,
+                       text=args.search)
+    rt = Runtime(settings)
+    try:
+        rows = find_papers(rt.read_store(), query, limit=args.limit)
+    finally:
+        rt.close()
+    if args.json:
+        _print_json(rows)
+        return 0
+    for r in rows:
+        authors = ", ".join(r["authors"][:3]) + (" et al." if len(r["authors"]) > 3 else "")
+        extra = " · ".join(x for x in (str(r["year"] or ""), "; ".join(r["categories"])) if x)
+        print(f"{r['id']}  {r['label']}\n    {authors}" + (f"  [{extra}]" if extra else ""))
+    print(f"{len(rows)} paper(s)", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="paperchat", description="Chat-style question answering over paper abstracts.")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    ing = sub.add_parser("ingest", help="add papers from files (listing, arXiv JSONL/Atom, BibTeX, CSV, JSON, BEIR)")
+    ing.add_argument("paths", nargs="+", type=Path, help="files (or a BEIR folder) to ingest")
+    ing.add_argument("--format", help="force a format instead of detecting it")
+    ing.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
+                     help="map a paper field to a CSV/JSON column, e.g. --map abstract=Summary (repeatable)")
+    ing.add_argument("--strict", action="store_true", help="any bad record aborts its file with nothing stored")
+    ing.add_argument("--rebuild", action="store_true", help="drop the collection first (e.g. after changing model)")
+    ing.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+    st = sub.add_parser("stats", help="papers, chunks, model and store location")
+    st.add_argument("--json", action="store_true", help="print one JSON object")
+
+    pa = sub.add_parser("papers", help="list and search stored papers")
+    pa.add_argument("--author", help="author name or last name (accents and case ignored)")
+    pa.add_argument("--category", help="category, e.g. 'Reinforcement Learning'")
+    pa.add_argument("--year", help="YEAR or FROM-TO")
+    pa.add_argument("--search", help="words that must appear in the title, label or abstract")
+    pa.add_argument("--limit", type=int, default=100, help="at most this many papers")
+    pa.add_argument("--json", action="store_true", help="print a JSON list")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = get_settings()
+        level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
+        if not args.verbose:
+            level = getattr(logging, settings.log_level.upper(), logging.WARNING)
+        logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+        return COMMANDS[args.command](args, settings)
+    except PaperchatError as e:
+        print(f"paperchat: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("paperchat: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # validation errors from settings, etc.: one line, not a traceback
+        from pydantic import ValidationError
+
+        if isinstance(e, ValidationError):
+            print(f"paperchat: error: invalid settings: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}",
+                  file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""The one settings object. Nothing else in paperchat reads the environment.
+
+Sources, highest first: explicit arguments, ``PAPERCHAT_*`` environment variables (nested with
+``__``, e.g. ``PAPERCHAT_LLM__BASE_URL``), a ``.env`` file, ``$PAPERCHAT_HOME/config.toml``, defaults.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+class StoreSettings(BaseModel):
+    mode: Literal["embedded", "server"] = Field("embedded", description="embedded PersistentClient or a `chroma run` server")
+    path: Path | None = Field(None, description="embedded store directory (default: $PAPERCHAT_HOME/chroma)")
+    host: str = Field("127.0.0.1", description="Chroma server host (server mode)")
+    port: int = Field(8000, ge=1, le=65535, description="Chroma server port (server mode)")
+    ssl: bool = Field(False, description="use https to reach the Chroma server")
+    collection: str = Field("papers", min_length=3, max_length=63, pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]*[a-zA-Z0-9]$",
+                            description="Chroma collection name")
+    timeout_s: float = Field(30.0, gt=0, le=600, description="Chroma server request timeout")
+
+
+class EmbeddingSettings(BaseModel):
+    provider: Literal["sentence-transformers", "openai"] = Field(
+        "sentence-transformers", description="local sentence-transformers model or an OpenAI-compatible endpoint")
+    model: str = Field("all-MiniLM-L6-v2", description="model name or local path; the default is bundled offline")
+    batch_size: int = Field(64, ge=1, le=4096, description="texts per encoder call")
+    device: str = Field("cpu", description="torch device for sentence-transformers")
+    base_url: str | None = Field(None, description="OpenAI-compatible base URL for provider=openai")
+    api_key: SecretStr | None = Field(None, description="API key for provider=openai (falls back to llm.api_key)")
+    dimensions: int | None = Field(None, ge=1, le=8192, description="requested output size (OpenAI v3 models)")
+    cache: bool = Field(True, description="cache embeddings by content hash so re-ingest never recomputes them")
+
+
+class ChunkSettings(BaseModel):
+    max_tokens: int = Field(0, ge=0, le=8192, description="max model tokens per chunk; 0 = the embedder's window")
+    overlap_sentences: int = Field(1, ge=0, le=5, description="sentences repeated between neighbouring chunks")
+
+
+class RetrievalSettings(BaseModel):
+    k: int = Field(5, ge=1, le=50, description="papers per answer")
+    candidates: int = Field(50, ge=5, le=1000, description="hits fetched from each retriever before fusion")
+    bm25_weight: float = Field(1.0, ge=0, le=10, description="weight of BM25 in rank fusion")
+    dense_weight: float = Field(1.0, ge=0, le=10, description="weight of dense retrieval in rank fusion")
+    rrf_k: int = Field(60, ge=1, le=1000, description="RRF constant")
+
+
+class LLMSettings(BaseModel):
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset = offline extractive answers")
+    model: str = Field("gpt-4o-mini", description="chat model name at the endpoint")
+    api_key: SecretStr | None = Field(None, description="API key (many local servers accept any value)")
+    timeout_s: float = Field(60.0, gt=0, le=600, description="request timeout")
+    max_tokens: int = Field(700, ge=16, le=32000, description="max tokens in an answer")
+    temperature: float = Field(0.1, ge=0, le=2, description="sampling temperature")
+    context_tokens: int = Field(6000, ge=500, le=200000, description="budget for the prompt's abstracts")
+    max_retries: int = Field(2, ge=0, le=10, description="retries on 429/5xx/timeouts, in the client only")
+
+
+class UISettings(BaseModel):
+    host: str = Field("127.0.0.1", description="bind address; loopback unless you mean to expose it")
+    port: int = Field(7860, ge=1, le=65535, description="HTTP port")
+    username: str | None = Field(None, description="optional basic-auth user")
+    password: SecretStr | None = Field(None, description="optional basic-auth password")
+    concurrency: int = Field(4, ge=1, le=64, description="answers computed at once")
+    queue_size: int = Field(64, ge=1, le=10000, description="waiting requests before new ones are refused")
+
+
+class LimitSettings(BaseModel):
+    question_chars: int = Field(2000, ge=10, le=100000, description="longest accepted question")
+    upload_mb: float = Field(50.0, gt=0, le=10000, description="largest accepted upload")
+    abstract_chars: int = Field(100_000, ge=1000, le=10_000_000, description="longer abstracts are cut, with a warning")
+    requests_per_minute: int = Field(30, ge=1, le=10000, description="questions per UI session per minute")
+
+
+class Settings(BaseSettings):
+    """Every knob paperchat has, with a default, a bound and a description."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PAPERCHAT_", env_nested_delimiter="__", env_file=".env", extra="ignore",
+        validate_default=True,
+    )
+
+    home: Path = Field(Path("~/.paperchat"), description="where stores, caches and feedback live")
+    log_level: str = Field("WARNING", description="logging level for the CLI")
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    chunking: ChunkSettings = Field(default_factory=ChunkSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    ui: UISettings = Field(default_factory=UISettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+
+    @field_validator("home")
+    @classmethod
+    def _expand(cls, v: Path) -> Path:
+        return v.expanduser()
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        home = Path(os.environ.get("PAPERCHAT_HOME", "~/.paperchat")).expanduser()
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=home / "config.toml")
+        return init_settings, env_settings, dotenv_settings, toml
+
+    @cached_property
+    def store_path(self) -> Path:
+        return (self.store.path or self.home / "chroma").expanduser()
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+    @property
+    def tiktoken_cache_dir(self) -> Path:
+        return self.home / "cache" / "tiktoken"
+
+    @property
+    def offline(self) -> bool:
+        """True when answers are extractive because no LLM endpoint is configured."""
+        return not self.llm.base_url
+
+    def with_overrides(self, **sections: dict[str, Any]) -> "Settings":
+        """A copy with some nested fields replaced, validated like the original."""
+        data = self.model_dump()
+        for name, values in sections.items():
+            if isinstance(values, dict):
+                data[name] = {**data[name], **values}
+            else:
+                data[name] = values
+        return Settings(**data)
+
+
+def get_settings(**overrides: Any) -> Settings:
+    """Build settings from the environment (the only place it is read) plus explicit overrides."""
+    return Settings(**overrides)
+
+
+def prepare_runtime(settings: Settings) -> None:
+    """Process-wide switches every entry point needs before heavy imports: offline hubs, tokenizers,
+    and tiktoken's cache holding the bundled cl100k file under its public name."""
+    from rag.tokens import ensure_tiktoken_cache
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    try:
+        os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(ensure_tiktoken_cache(settings.tiktoken_cache_dir)))
+    except OSError:  # a read-only home only loses the plain-cl100k alias, not offline counting
+        pass

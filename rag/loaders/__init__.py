@@ -1,0 +1,130 @@
+"""Read papers from the input formats paperchat supports.
+
+Public API::
+
+    detect_format(path) -> str                      # "listing", "arxiv-jsonl", "arxiv-atom", "bibtex",
+                                                    # "csv", "json", "jsonl" or "beir"
+    iter_records(path, *, fmt=None, mapping=None)   # streams Paper | RecordProblem
+    load(path, *, fmt=None, mapping=None, strict=False) -> LoadResult
+
+A file that cannot be used at all raises one ``InputError`` (before any record where possible); a record
+that has to be skipped is a ``RecordProblem`` (``file:line: reason``), or an ``InputError`` with ``strict``.
+``mapping`` ({field: column}) applies to csv, json and jsonl; see ``rag.loaders.tabular``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Iterator
+
+from rag.errors import InputError
+from rag.loaders.arxiv import ArxivAtomLoader, ArxivJsonlLoader
+from rag.loaders.base import Item, Loader, LoadResult, RecordProblem
+from rag.loaders.beir import CORPUS, BeirLoader
+from rag.loaders.bibtex import BibtexLoader
+from rag.loaders.common import FORMATS, check_file, head_text, path_of, require_utf8
+from rag.loaders.listing import ListingLoader
+from rag.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
+
+__all__ = ["FIELDS", "FORMATS", "LOADERS", "LoadResult", "RecordProblem", "detect_format", "iter_records", "load"]
+
+log = logging.getLogger(__name__)
+
+# Sniffing order: the most specific layouts first.
+LOADERS: dict[str, Loader] = {
+    loader.name: loader
+    for loader in (BeirLoader(), ArxivJsonlLoader(), JsonlLoader(), ArxivAtomLoader(), BibtexLoader(), CsvLoader(),
+                   JsonLoader(), ListingLoader())
+}
+_MAPPED = ("csv", "json", "jsonl")
+_SUPPORTED = ("listing (.txt), arxiv-jsonl (arXiv metadata snapshot), arxiv-atom (arXiv API feed), bibtex (.bib), "
+              "csv, json, jsonl, beir (corpus.jsonl or its folder)")
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """The format of ``path``, decided from its extension and its first 64 KB.
+
+    Raises ``InputError`` when the path cannot be read or matches no supported format.
+    """
+    p = path_of(path)
+    if not p.exists():
+        raise InputError("file not found", where=str(p))
+    if p.is_dir():
+        if (p / CORPUS).is_file():
+            return "beir"
+        raise InputError(f"is a directory, not a file (a BEIR dataset folder must contain {CORPUS})", where=str(p))
+    if p.name.lower() == "queries.jsonl" and (p.parent / CORPUS).is_file():
+        raise InputError(f"is a BEIR queries file, not papers; load the folder or its {CORPUS}", where=str(p))
+    head = head_text(check_file(p))
+    for name, loader in LOADERS.items():
+        if name == "arxiv-atom" and not head.lstrip("\ufeff \t\r\n").startswith("<"):
+            continue
+        if loader.sniff(p, head):
+            log.debug("%s: detected format %s", p, name)
+            return name
+    what = "XML but not an Atom feed" if head.lstrip().startswith("<") else "not a format paperchat reads"
+    raise InputError(f"cannot tell the format: {what}; supported formats: {_SUPPORTED}", where=str(p))
+
+
+def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
+                 mapping: dict[str, str] | None = None) -> Iterator[Item]:
+    """Stream the papers of ``path`` (``Paper``) and the records that had to be skipped (``RecordProblem``).
+
+    Whole-file problems (missing, unreadable, empty, binary, wrong encoding, unparseable, a mapping naming
+    a missing column) raise ``InputError`` when this is called, before anything is yielded.
+    """
+    p = path_of(path)
+    if fmt is None:
+        fmt = detect_format(p)
+    elif fmt not in LOADERS:
+        raise InputError(f"unknown format {fmt!r}; supported formats: {', '.join(FORMATS)}", where=str(p))
+    if mapping is not None and not isinstance(mapping, dict):
+        raise InputError("the column mapping must be a dict of field → column name", where=str(p))
+    if mapping and fmt not in _MAPPED:
+        raise InputError(f"a column mapping applies to csv, json and jsonl files, but this is {fmt}; "
+                         f"pass fmt='jsonl' (or 'json'/'csv') to read it as plain records with the mapping",
+                         where=str(p))
+    if fmt == "beir" and p.is_dir():
+        if not (p / CORPUS).is_file():
+            raise InputError(f"is a directory without {CORPUS}", where=str(p))
+        head = check_file(p / CORPUS)
+    else:
+        head = check_file(p)
+    if fmt not in ("csv", "arxiv-atom"):  # CSV falls back to cp1252; XML declares its own encoding
+        require_utf8(p, head)
+    return _guard(LOADERS[fmt].iter_records(p, mapping), p)
+
+
+def _guard(items: Iterator[Item], path: Path) -> Iterator[Item]:
+    """Turn I/O failures in mid-stream into one ``InputError``."""
+    try:
+        yield from items
+    except OSError as e:
+        raise InputError(f"reading failed: {e.strerror or e}", where=str(path)) from None
+    except RecursionError:
+        raise InputError("the data is nested too deeply", where=str(path)) from None
+
+
+def load(path: str | os.PathLike[str], *, fmt: str | None = None, mapping: dict[str, str] | None = None,
+         strict: bool = False) -> LoadResult:
+    """Load every paper of ``path``. Skipped records are collected in ``problems``; with ``strict=True`` the
+    first one raises ``InputError`` naming ``file:line`` and the reason."""
+    p = path_of(path)
+    fmt = fmt or detect_format(p)
+    result = LoadResult(format=fmt)
+    for item in iter_records(p, fmt=fmt, mapping=mapping):
+        if isinstance(item, RecordProblem):
+            if strict:
+                raise InputError(item.reason, where=f"{item.file}:{item.line}")
+            log.debug("skipped %s", item)
+            result.problems.append(item)
+        else:
+            result.papers.append(item)
+    if result.problems:
+        log.warning("%s: %d papers loaded, %d records skipped (first: %s)", p, len(result.papers),
+                    len(result.problems), result.problems[0])
+    else:
+        log.info("%s: %d papers loaded (%s)", p, len(result.papers), fmt)
+    return result

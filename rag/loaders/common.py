@@ -1,0 +1,349 @@
+"""Helpers every loader shares: reading files safely, cleaning fields, building a ``Paper``.
+
+Whole-file problems (missing, unreadable, empty, binary, wrong encoding) become one ``InputError``;
+record-level problems become a ``RecordProblem`` so one bad record never loses the others.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import os
+import re
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator
+
+from rag.errors import InputError
+from rag.loaders.base import RecordProblem
+from rag.records import Paper, assign_id, clean_arxiv_id, clean_doi
+from rag.text import latex_text, normalize_abstract
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("listing", "arxiv-jsonl", "arxiv-atom", "bibtex", "csv", "json", "jsonl", "beir")
+HEAD_BYTES = 64 * 1024
+MIN_ABSTRACT_CHARS = 20
+MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024  # formats that must be parsed in one piece (JSON, BibTeX, Atom)
+YEAR_MIN, YEAR_MAX = 1800, 2100
+
+_MAGIC = {b"\x1f\x8b": "gzip-compressed; decompress it first", b"PK\x03\x04": "a zip archive; extract it first",
+          b"%PDF": "a PDF; paperchat reads abstracts from text exports, not PDFs",
+          b"\xff\xfe": "UTF-16 encoded; save it as UTF-8", b"\xfe\xff": "UTF-16 encoded; save it as UTF-8"}
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """Open ``path`` for reading bytes, turning OS errors into one clear ``InputError``."""
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputError("file not found", where=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", where=str(path)) from None
+    except PermissionError:
+        raise InputError("cannot read the file: permission denied", where=str(path)) from None
+    except OSError as e:
+        raise InputError(f"cannot read the file: {e.strerror or e}", where=str(path)) from None
+
+
+def read_head(path: Path, size: int = HEAD_BYTES) -> bytes:
+    """The first ``size`` bytes of ``path``."""
+    with open_binary(path) as f:
+        try:
+            return f.read(size)
+        except OSError as e:
+            raise InputError(f"cannot read the file: {e.strerror or e}", where=str(path)) from None
+
+
+def check_file(path: Path) -> bytes:
+    """Raise ``InputError`` unless ``path`` is a readable, non-empty, non-binary file; return its head."""
+    if not path.exists():
+        raise InputError("file not found", where=str(path))
+    if path.is_dir():
+        raise InputError("is a directory, not a file (only a BEIR folder with corpus.jsonl can be loaded as a "
+                         "folder)", where=str(path))
+    head = read_head(path)
+    if not head:
+        raise InputError("the file is empty", where=str(path))
+    for magic, what in _MAGIC.items():
+        if head.startswith(magic):
+            raise InputError(f"the file is {what}", where=str(path))
+    if b"\x00" in head:
+        raise InputError("the file is binary, not text (it contains NUL bytes)", where=str(path))
+    if not head.strip() and _only_whitespace(path):
+        raise InputError("the file contains only whitespace", where=str(path))
+    return head
+
+
+def _only_whitespace(path: Path) -> bool:
+    with open_binary(path) as f:
+        while chunk := f.read(1 << 20):
+            if chunk.strip():
+                return False
+    return True
+
+
+def utf8_problem(data: bytes, *, final: bool) -> str | None:
+    """Describe why ``data`` is not UTF-8 (line and byte), or None when it is.
+
+    With ``final=False`` a multi-byte character cut at the end of ``data`` is not an error.
+    """
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=final)
+        return None
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        return f"line {line} is not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})"
+
+
+def require_utf8(path: Path, head: bytes) -> None:
+    """Raise ``InputError`` when the head of the file is not UTF-8 (e.g. a Latin-1 export)."""
+    why = utf8_problem(head, final=len(head) < HEAD_BYTES)
+    if why:
+        raise InputError(f"the file is not UTF-8 text: {why}; re-save it as UTF-8", where=str(path))
+
+
+def read_text(path: Path) -> str:
+    """The whole file decoded as UTF-8 (a BOM is dropped); for formats parsed in one piece."""
+    size = path.stat().st_size
+    if size > MAX_WHOLE_FILE_BYTES:
+        raise InputError(f"the file is {size / 2**20:.0f} MiB; this format is parsed in one piece and the limit is "
+                         f"{MAX_WHOLE_FILE_BYTES // 2**20} MiB (convert it to JSON Lines)", where=str(path))
+    with open_binary(path) as f:
+        data = f.read()
+    why = utf8_problem(data, final=True)
+    if why:
+        raise InputError(f"the file is not UTF-8 text: {why}; re-save it as UTF-8", where=str(path))
+    return data.decode("utf-8-sig")
+
+
+def iter_lines(path: Path, encoding: str = "utf-8", keepends: bool = False,
+               on_error: Callable[[int], None] | None = None) -> Iterator[tuple[int, str | None]]:
+    """Stream ``(line_number, text)`` pairs; ``text`` is None for a line that cannot be decoded (or, with
+    ``on_error``, the line decoded with replacement characters after calling ``on_error(line_number)``).
+
+    Reads bytes line by line, so a multi-GB file is never held in memory. A UTF-8 BOM is dropped.
+    """
+    with open_binary(path) as f:
+        for n, raw in enumerate(f, 1):
+            if n == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
+            try:
+                text = raw.decode(encoding)
+            except UnicodeDecodeError:
+                if on_error is None:
+                    yield n, None
+                    continue
+                on_error(n)
+                text = raw.decode(encoding, errors="replace")
+            yield n, text if keepends else text.rstrip("\r\n")
+
+
+def head_text(head: bytes) -> str:
+    """The head decoded for sniffing (never fails; a non-UTF-8 head is read as Latin-1 so its layout shows)."""
+    if utf8_problem(head, final=len(head) < HEAD_BYTES) is None:
+        return head.decode("utf-8-sig", errors="replace")
+    return head.decode("latin-1")
+
+
+# ---------------------------------------------------------------- field cleaning
+
+def fold(s: str) -> str:
+    """Collapse all whitespace runs to single spaces and strip."""
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def as_text(value: Any) -> str | None:
+    """A scalar field as text: strings as is, numbers formatted, lists of strings joined; else None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return " ".join(value)
+    return None
+
+
+_ACCENTED_DOTLESS_I = re.compile(r"(\\['`^\"~=.])\s*(?:\{\\i\}|\\i(?![A-Za-z]) ?)")
+
+
+def fix_latex(s: str) -> str:
+    """Work around LaTeX that ``rag.text`` misreads: an accent on a dotless i (``{\\'\\i}`` → ``\\'i``)."""
+    return _ACCENTED_DOTLESS_I.sub(r"\1i", s) if "\\i" in s else s
+
+
+def clean_title(raw: str | None) -> str | None:
+    """Title text: LaTeX accents and case-protection braces decoded, whitespace folded; None when empty."""
+    if not raw or not isinstance(raw, str):
+        return None
+    s = latex_text(fix_latex(raw))
+    prev = None
+    while prev != s:  # nested case-protection braces: {{BERT}}
+        prev, s = s, re.sub(r"\{([^{}$\\]*)\}", r"\1", s)
+    return fold(s) or None
+
+
+def parse_year(value: Any) -> int | None:
+    """A year within 1800..2100 from an int or a date-like string ("2019-08-19", RFC 2822, "2020"), else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        return value if YEAR_MIN <= value <= YEAR_MAX else None
+    if not isinstance(value, str):
+        return None
+    for m in re.finditer(r"(?<![\d.])(\d{4})(?![\d])", value):
+        year = int(m.group(1))
+        if YEAR_MIN <= year <= YEAR_MAX:
+            return year
+    return None
+
+
+_INITIALS = re.compile(r"^(?:[A-Za-z]{1,2}[.\-]\s*)+[A-Za-z]?\.?$|^[A-Z]{1,3}$")
+_DROP_NAMES = {"others", "et al", "et al.", "and others", "anonymous"}
+
+
+def clean_name(raw: str) -> str:
+    """One author name: LaTeX decoded, leftover braces dropped, whitespace folded, stray punctuation trimmed."""
+    s = latex_text(fix_latex(raw)).replace("{", "").replace("}", "")
+    s = fold(s).strip(" ,;")
+    return "" if s.lower() in _DROP_NAMES or not re.search(r"\w", s) else s
+
+
+def _split_top(s: str, sep: re.Pattern[str]) -> list[str]:
+    """Split ``s`` on ``sep`` only outside braces."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(s):
+        ch = s[i]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            m = sep.match(s, i)
+            if m and m.end() > i:
+                parts.append(s[start:i])
+                start = i = m.end()
+                continue
+        i += 1
+    parts.append(s[start:])
+    return parts
+
+
+_BIB_AND = re.compile(r"\s+and\s+", re.I)
+_PLAIN_SEP = re.compile(r"\s*(?:,\s*and\s+|,|\s+and\s+|\s+&\s+)\s*", re.I)
+
+
+def _flip(last_first: str) -> str:
+    parts = [p.strip() for p in _split_top(last_first, re.compile(r","))]
+    if len(parts) == 2:  # Last, First
+        return f"{parts[1]} {parts[0]}"
+    if len(parts) >= 3:  # Last, Jr, First
+        return f"{parts[2]} {parts[0]} {parts[1]}"
+    return last_first
+
+
+def split_authors(value: Any, style: str = "plain") -> list[str]:
+    """Author names from a list or a string.
+
+    ``style="bibtex"``: ``"Last, First and Last2, First2"``. ``style="plain"``: names separated by ``;``
+    (each maybe ``Last, First``), or by ``,``/``and``/``&`` — where ``"Smith, J. and Doe, A. B."`` style pairs
+    of surname and initials are recognised and flipped to ``"J. Smith"``.
+    """
+    if isinstance(value, list):
+        names = []
+        for item in value:
+            if isinstance(item, str):
+                names.append(item)
+            elif isinstance(item, dict):
+                name = item.get("name") or " ".join(
+                    str(item[k]) for k in ("given", "first", "family", "last") if isinstance(item.get(k), str))
+                if isinstance(name, str):
+                    names.append(name)
+        return _dedupe(clean_name(n) for n in names)
+    if not isinstance(value, str) or not value.strip():
+        return []
+    s = fold(value)
+    if style == "bibtex":
+        return _dedupe(clean_name(_flip(p)) for p in _split_top(s, _BIB_AND))
+    if ";" in s:
+        return _dedupe(clean_name(_flip(p) if p.count(",") == 1 else p) for p in _split_top(s, re.compile(";")))
+    tokens = [t.strip() for t in _split_top(s, _PLAIN_SEP) if t.strip()]
+    paired = len(tokens) % 2 == 0 and tokens and (
+        all(_INITIALS.match(t) for t in tokens[1::2])
+        or (len(tokens) == 2 and "," in s and " and " not in s.lower() and all(" " not in t for t in tokens)))
+    if paired:
+        tokens = [f"{first} {last}" for last, first in zip(tokens[::2], tokens[1::2])]
+    return _dedupe(clean_name(t) for t in tokens)
+
+
+def split_list(value: Any, seps: str = r"[;,]") -> list[str]:
+    """Categories/keywords from a list or a delimited string, stripped, de-duplicated, order kept."""
+    if isinstance(value, list):
+        items = [as_text(v) or "" for v in value]
+    elif isinstance(value, str):
+        items = re.split(seps, value)
+    else:
+        return []
+    return _dedupe(fold(latex_text(i)) for i in items)
+
+
+def _dedupe(items: Any) -> list[str]:
+    seen: dict[str, None] = {}
+    for it in items:
+        if it and it not in seen:
+            seen[it] = None
+    return list(seen)
+
+
+# ---------------------------------------------------------------- building records
+
+def problem(path: Path, line: int, reason: str) -> RecordProblem:
+    """A skipped record at ``path:line``."""
+    return RecordProblem(str(path), line, reason)
+
+
+def make_paper(path: Path, line: int, *, abstract: Any, title: Any = None, authors: list[str] | None = None,
+               categories: list[str] | None = None, year: Any = None, venue: Any = None, url: Any = None,
+               doi: Any = None, arxiv_id: Any = None, kind: str | None = None,
+               own_id: Any = None) -> Paper | RecordProblem:
+    """Normalise the raw fields of one record into a ``Paper``, or a ``RecordProblem`` when it has no usable
+    abstract. The id comes from ``assign_id``: arXiv id, else DOI, else ``kind:own_id``, else a content hash."""
+    raw = as_text(abstract)
+    if raw is None or not raw.strip():
+        return problem(path, line, "no abstract")
+    text = normalize_abstract(fix_latex(raw))
+    if len(text) < MIN_ABSTRACT_CHARS:
+        return problem(path, line, f"abstract too short ({len(text)} characters): {text!r}")
+    arxiv = clean_arxiv_id(as_text(arxiv_id))
+    clean = clean_doi(as_text(doi))
+    own = fold(as_text(own_id) or "") or None
+    if own and not arxiv and not clean:  # an id column often holds an arXiv id or a DOI
+        arxiv = clean_arxiv_id(own)
+        clean = None if arxiv else clean_doi(own)
+    link = fold(as_text(url) or "") or None
+    if not link and arxiv:
+        link = f"https://arxiv.org/abs/{arxiv}"
+    elif not link and clean:
+        link = f"https://doi.org/{clean}"
+    return Paper(
+        id=assign_id(kind, own, doi=clean, arxiv_id=arxiv, abstract=text),
+        abstract=text,
+        title=clean_title(as_text(title)),
+        authors=list(authors or []),
+        categories=list(categories or []),
+        year=parse_year(year),
+        venue=clean_title(as_text(venue)),
+        url=link,
+        doi=clean,
+        arxiv_id=arxiv,
+        source_file=str(path),
+        source_line=line,
+    )
+
+
+def path_of(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a ``Path`` with ``~`` expanded."""
+    return Path(path).expanduser()

@@ -1,0 +1,289 @@
+"""CSV, JSON and JSON Lines with a column mapping.
+
+Without a mapping, columns are recognised by common names, case- and punctuation-insensitively
+(see ``ALIASES``). A mapping ``{field: column}`` overrides the columns of the fields it names, e.g.
+``{"abstract": "Abstract Note", "title": "Title"}``; fields: title, abstract, authors, year, categories,
+doi, url, id, venue. An ``id`` column gives ids ``id:<value>`` (or ``arxiv:``/``doi:`` when the value is one).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from rag.errors import InputError
+from rag.loaders.arxiv import first_json_object, iter_json_lines
+from rag.loaders.base import Item
+from rag.loaders.common import (
+    HEAD_BYTES,
+    iter_lines,
+    make_paper,
+    problem,
+    read_head,
+    read_text,
+    split_authors,
+    split_list,
+    utf8_problem,
+)
+
+log = logging.getLogger(__name__)
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "abstract": ("abstract", "abstracttext", "abstractnote", "paperabstract", "summary", "description", "text"),
+    "title": ("title", "papertitle"),
+    "authors": ("authors", "author", "authornames", "creators"),
+    "year": ("year", "publicationyear", "pubyear", "date", "published", "publicationdate"),
+    "categories": ("categories", "category", "keywords", "tags", "manualtags", "subjects", "topics"),
+    "doi": ("doi",),
+    "url": ("url", "link", "href"),
+    "id": ("id", "paperid", "arxivid", "docid"),
+    "venue": ("venue", "journal", "booktitle", "conference", "publicationtitle", "journalref"),
+}
+FIELDS = tuple(ALIASES)
+_LIST_KEYS = ("papers", "records", "items", "data", "results", "entries", "documents")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", name.lower())
+
+
+def resolve_columns(columns: list[str], mapping: dict[str, str] | None, path: Path) -> dict[str, str]:
+    """Our field → the source column, from the explicit ``mapping`` first, then the default aliases.
+
+    Raises ``InputError`` for an unknown field, a mapped column that does not exist, or no abstract column.
+    """
+    available = ", ".join(repr(c) for c in columns) or "(none)"
+    chosen: dict[str, str] = {}
+    for field, column in (mapping or {}).items():
+        if field not in ALIASES:
+            raise InputError(f"unknown field {field!r} in the column mapping; fields: {', '.join(FIELDS)}",
+                             where=str(path))
+        if not isinstance(column, str):
+            raise InputError(f"the column mapping for {field!r} must be a column name", where=str(path))
+        match = column if column in columns else next(
+            (c for c in columns if c.strip().lower() == column.strip().lower()), None)
+        if match is None:
+            raise InputError(f"the mapping names column {column!r} for {field}, but there is no such column; "
+                             f"columns: {available}", where=str(path))
+        chosen[field] = match
+    by_norm: dict[str, str] = {}
+    for c in columns:
+        by_norm.setdefault(_norm(c), c)
+    used = set(chosen.values())
+    for field, aliases in ALIASES.items():
+        if field in chosen:
+            continue
+        for alias in aliases:
+            col = by_norm.get(alias)
+            if col is not None and col not in used:
+                chosen[field] = col
+                used.add(col)
+                break
+    if "abstract" not in chosen:
+        raise InputError(f"no abstract column (looked for {', '.join(ALIASES['abstract'])}); columns: {available}; "
+                         f"pass a mapping such as {{'abstract': '<column>'}}", where=str(path))
+    return chosen
+
+
+def row_paper(path: Path, line: int, row: dict[str, Any], cols: dict[str, str]) -> Item:
+    """One row (column → value) → ``Paper`` or ``RecordProblem``."""
+    get = {field: row.get(col) for field, col in cols.items()}
+    return make_paper(
+        path, line, abstract=get.get("abstract"), title=get.get("title"), authors=split_authors(get.get("authors")),
+        categories=split_list(get.get("categories")), year=get.get("year"), venue=get.get("venue"),
+        url=get.get("url"), doi=get.get("doi"), kind="id", own_id=get.get("id"))
+
+
+# ---------------------------------------------------------------- CSV
+
+def _csv_encoding(path: Path) -> str:
+    head = read_head(path)
+    if utf8_problem(head, final=len(head) < HEAD_BYTES) is None:
+        return "utf-8"
+    try:
+        head.decode("cp1252")
+        enc = "cp1252"
+    except UnicodeDecodeError:
+        enc = "latin-1"
+    log.warning("%s is not UTF-8; reading it as %s (re-save it as UTF-8 to be sure of accents)", path, enc)
+    return enc
+
+
+def _delimiter(path: Path, header: str) -> str:
+    if path.suffix.lower() == ".tsv":
+        return "\t"
+    counts = {d: header.count(d) for d in (",", "\t", ";")}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] else ","
+
+
+class CsvLoader:
+    """Loader for CSV/TSV files with a header row."""
+
+    name = "csv"
+
+    def sniff(self, path: Path, head: str) -> bool:
+        """A ``.csv``/``.tsv`` file, or a ``.txt`` whose first line is a delimited header with an abstract column."""
+        if path.suffix.lower() in (".csv", ".tsv"):
+            return True
+        if path.suffix.lower() not in ("", ".txt"):
+            return False
+        header = next((ln for ln in head.splitlines() if ln.strip()), "")
+        cells = [_norm(c) for c in re.split(r"[,\t;]", header)]
+        return len(cells) >= 2 and any(c in ALIASES["abstract"] for c in cells)
+
+    def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
+        """Check the header against the mapping now, then stream rows."""
+        enc = _csv_encoding(path)
+        lines = iter_lines(path, enc, on_error=lambda n: None)
+        try:
+            header_line = next((t for _, t in lines if t and t.strip()), "")
+        finally:
+            lines.close()
+        delim = _delimiter(path, header_line or "")
+        rows = self._rows(path, enc, delim)
+        try:
+            _, header, _ = next(rows)
+        except StopIteration:
+            raise InputError("no header row", where=str(path)) from None
+        except _Broken as e:
+            raise InputError(f"cannot read the CSV header: {e.reason}", where=f"{path}:{e.line}") from None
+        finally:
+            rows.close()
+        cols = resolve_columns(header, mapping, path)
+        return self._records(path, enc, delim, header, cols)
+
+    def _rows(self, path: Path, enc: str, delim: str) -> Iterator[tuple[int, list[str], bool]]:
+        """``(start line, cells, has undecodable bytes)`` per non-blank row."""
+        bad: set[int] = set()
+        lines = iter_lines(path, enc, keepends=True, on_error=bad.add)
+        reader = csv.reader((t or "" for _, t in lines), delimiter=delim)
+        try:
+            while True:
+                start = reader.line_num + 1
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    return
+                except csv.Error as e:
+                    raise _Broken(start, str(e)) from None
+                if any(cell.strip() for cell in row):
+                    yield start, row, any(start <= n <= reader.line_num for n in bad)
+        finally:
+            lines.close()
+
+    def _records(self, path: Path, enc: str, delim: str, header: list[str], cols: dict[str, str]) -> Iterator[Item]:
+        rows = self._rows(path, enc, delim)
+        try:
+            next(rows, None)
+            for n, row, bad in rows:
+                extra = [c for c in row[len(header):] if c.strip()]
+                if bad:
+                    yield problem(path, n, f"the row is not valid {enc} text")
+                elif extra:
+                    yield problem(path, n, f"the row has {len(row)} fields but the header has {len(header)} "
+                                           f"(an unquoted delimiter or a stray quote?)")
+                else:
+                    yield row_paper(path, n, dict(zip(header, row)), cols)
+        except _Broken as e:
+            yield problem(path, e.line, f"the CSV is broken from here on ({e.reason}); the rest was skipped")
+        finally:
+            rows.close()
+
+
+class _Broken(Exception):
+    def __init__(self, line: int, reason: str) -> None:
+        self.line, self.reason = line, reason
+
+
+# ---------------------------------------------------------------- JSON and JSON Lines
+
+def _json_records(data: Any, path: Path) -> list[Any]:
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        for key in _LIST_KEYS:
+            if isinstance(data.get(key), list):
+                return data[key]
+        if any(_norm(k) in ALIASES["abstract"] for k in data):
+            return [data]
+        if data and all(isinstance(v, dict) for v in data.values()):  # {"key": {...record...}}
+            return [{"id": k, **v} if "id" not in v else v for k, v in data.items()]
+        keys = ", ".join(list(map(repr, data))[:10])
+        raise InputError(f"JSON must be a list of records or an object with a list under "
+                         f"{', '.join(map(repr, _LIST_KEYS[:4]))}; found an object with keys {keys}", where=str(path))
+    raise InputError(f"JSON must be a list of records, not a {type(data).__name__}", where=str(path))
+
+
+class JsonLoader:
+    """Loader for a JSON document holding a list of records."""
+
+    name = "json"
+
+    def sniff(self, path: Path, head: str) -> bool:
+        """A ``.json`` file or text starting with ``[``/``{``."""
+        return path.suffix.lower() == ".json" or head.lstrip("\ufeff \t\r\n")[:1] in ("[", "{")
+
+    def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
+        """Parse the whole document now (so errors come before any paper), then yield its records."""
+        text = read_text(path)
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise InputError("JSON nested too deeply to be a list of papers", where=str(path)) from None
+        except json.JSONDecodeError as e:
+            raise InputError(f"invalid JSON: {e.msg} (column {e.colno})", where=f"{path}:{e.lineno}") from None
+        records = _json_records(data, path)
+        columns: dict[str, None] = {}
+        for r in records:
+            if isinstance(r, dict):
+                columns.update(dict.fromkeys(r))
+        if not columns:
+            raise InputError("the JSON holds no records (objects)", where=str(path))
+        cols = resolve_columns(list(columns), mapping, path)
+        return (row_paper(path, i, r, cols) if isinstance(r, dict)
+                else problem(path, i, f"record {i} is a {type(r).__name__}, not an object")
+                for i, r in enumerate(records, 1))
+
+
+class JsonlLoader:
+    """Loader for JSON Lines: one record object per line, streamed."""
+
+    name = "jsonl"
+
+    def sniff(self, path: Path, head: str) -> bool:
+        """A ``.jsonl``/``.ndjson`` file, or ``.json`` whose first two lines are each a JSON object."""
+        suffix = path.suffix.lower()
+        if suffix in (".jsonl", ".ndjson"):
+            return True
+        lines = [ln.strip() for ln in head.splitlines() if ln.strip()]
+        return (first_json_object(head) is not None and len(lines) >= 2 and lines[0].endswith("}")
+                and lines[1].startswith("{"))
+
+    def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
+        """Check the first record against the mapping now, then stream line by line."""
+        first, tries = None, 0
+        lines = iter_lines(path)
+        try:
+            for _, line in lines:
+                if line is None or line.strip():
+                    tries += 1
+                    try:
+                        obj = json.loads(line or "")
+                    except (ValueError, RecursionError):
+                        obj = None
+                    if isinstance(obj, dict):
+                        first = obj
+                        break
+                    if tries >= 5:
+                        break
+        finally:
+            lines.close()
+        if first is None:
+            raise InputError("not JSON Lines (no line holds a JSON object)", where=str(path))
+        cols = resolve_columns(list(first), mapping, path)
+        return iter_json_lines(path, lambda n, row: row_paper(path, n, row, cols))

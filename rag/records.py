@@ -1,0 +1,108 @@
+"""The paper record every loader produces, and the ids and labels derived from it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rag.text import key_phrase, normalize_for_hash
+
+_ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(v\d+)?$")
+_ARXIV_OLD = re.compile(r"^([a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
+_DOI = re.compile(r"^10\.\d{4,9}/\S+$")
+
+
+def clean_arxiv_id(raw: str | None) -> str | None:
+    """Return the version-less arXiv id from an id or abs/pdf URL, or None when it is not one."""
+    if not raw:
+        return None
+    s = raw.strip()
+    s = re.sub(r"^(https?://)?(www\.|export\.)?arxiv\.org/(abs|pdf)/", "", s)
+    s = re.sub(r"^arxiv:", "", s, flags=re.I)
+    s = re.sub(r"\.pdf$", "", s)
+    for pat in (_ARXIV_NEW, _ARXIV_OLD):
+        m = pat.match(s)
+        if m:
+            return m.group(1)
+    return None
+
+
+def clean_doi(raw: str | None) -> str | None:
+    """Return a lower-cased bare DOI from a DOI or doi.org URL, or None when it is not one."""
+    if not raw:
+        return None
+    s = raw.strip()
+    s = re.sub(r"^(https?://)?(dx\.)?doi\.org/", "", s, flags=re.I)
+    s = re.sub(r"^doi:\s*", "", s, flags=re.I)
+    s = s.lower()
+    return s if _DOI.match(s) else None
+
+
+@dataclass
+class Paper:
+    """One paper as paperchat stores it. ``abstract`` is display text (Markdown, ``$math$`` kept)."""
+
+    id: str
+    abstract: str
+    title: str | None = None
+    authors: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    year: int | None = None
+    venue: str | None = None
+    url: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+    source_file: str = ""
+    source_line: int = 0
+
+    @property
+    def source(self) -> str:
+        return f"{self.source_file}:{self.source_line}"
+
+    @property
+    def abstract_hash(self) -> str:
+        """Identity of the abstract text, insensitive to whitespace, case and LaTeX noise."""
+        return hashlib.sha1(normalize_for_hash(self.abstract).encode()).hexdigest()[:16]
+
+    @property
+    def label(self) -> str:
+        """A heading that is never empty: the title, else first authors + the paper's key phrase."""
+        if self.title:
+            return self.title
+        who = ""
+        if self.authors:
+            last = self.authors[0].split()[-1] if self.authors[0].split() else self.authors[0]
+            who = last if len(self.authors) == 1 else (
+                f"{last} & {self.authors[1].split()[-1]}" if len(self.authors) == 2 else f"{last} et al."
+            )
+        phrase = key_phrase(self.abstract)
+        if who and phrase:
+            return f"{who}: {phrase}"
+        return who or phrase or f"Paper {self.id}"
+
+    def content_hash(self) -> str:
+        """Hash of everything stored for the paper; a changed hash means 'update in place'."""
+        data = asdict(self)
+        data.pop("source_file")
+        data.pop("source_line")
+        return hashlib.sha1(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["label"] = self.label
+        return d
+
+
+def assign_id(paper_kind: str | None, own_id: str | None, *, doi: str | None, arxiv_id: str | None,
+              abstract: str) -> str:
+    """Stable id: the arXiv id, else the DOI, else the source's own key, else a content hash."""
+    if arxiv_id:
+        return f"arxiv:{arxiv_id}"
+    if doi:
+        return f"doi:{doi}"
+    if own_id and paper_kind:
+        return f"{paper_kind}:{own_id}"
+    return "h:" + hashlib.sha1(normalize_for_hash(abstract).encode()).hexdigest()[:16]

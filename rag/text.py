@@ -1,0 +1,199 @@
+"""Text normalisation: scraped LaTeX made readable, plain text for indexing, sentences, key phrases.
+
+Display text keeps Markdown emphasis and non-trivial ``$math$`` so the UI can render it; plain text
+(for embeddings and BM25) turns the math into Unicode approximations and drops the markup.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# A scraped "\\%" is an escaped escape, not a LaTeX line break followed by a comment.
+_DOUBLE_ESCAPE = re.compile(r"\\\\(?=[%#&_${}a-zA-Z])")
+_INLINE_PAREN_MATH = re.compile(r"\\\((.+?)\\\)", re.S)
+_DISPLAY_BRACKET_MATH = re.compile(r"\\\[(.+?)\\\]", re.S)
+_MATH = re.compile(r"(?<!\\)\$(?!\$)((?:\\\$|[^$])+?)(?<!\\)\$")
+
+_EMPH_CMDS = ("emph", "textit", "textsl", "mathit")
+_BOLD_CMDS = ("textbf", "mathbf", "boldsymbol")
+_PLAIN_CMDS = ("textsc", "texttt", "textrm", "textsf", "text", "mathrm", "mathsf", "mathtt",
+               "textnormal", "textup", "mbox", "url", "uppercase", "MakeUppercase")
+_DROP_CMDS = ("cite", "citep", "citet", "citealp", "ref", "eqref", "label", "footnote")
+
+_ACCENTS = {"'": "\u0301", "`": "\u0300", "^": "\u0302", '"': "\u0308", "~": "\u0303",
+            "=": "\u0304", ".": "\u0307", "u": "\u0306", "v": "\u030c", "H": "\u030b",
+            "c": "\u0327", "k": "\u0328", "r": "\u030a"}
+_ACCENT_RE = re.compile(r"\{?\\([`'^\"~=.])\s*\{?([A-Za-z])\}?\}?|\{?\\([uvHckr])\s*\{([A-Za-z])\}\}?|"
+                        r"\{?\\([uvHckr]) ([A-Za-z])\}?")
+_LIGATURES = {r"\ss": "ß", r"\o": "ø", r"\O": "Ø", r"\ae": "æ", r"\AE": "Æ", r"\oe": "œ",
+              r"\aa": "å", r"\AA": "Å", r"\l": "ł", r"\L": "Ł", r"\i": "ı"}
+
+_SYMBOLS = {
+    r"\times": "×", r"\sim": "~", r"\approx": "≈", r"\leq": "≤", r"\le": "≤", r"\geq": "≥",
+    r"\ge": "≥", r"\neq": "≠", r"\pm": "±", r"\cdot": "·", r"\to": "→", r"\rightarrow": "→",
+    r"\leftarrow": "←", r"\infty": "∞", r"\ell": "ℓ", r"\in": "∈", r"\log": "log", r"\mid": "|",
+    r"\alpha": "α", r"\beta": "β", r"\gamma": "γ", r"\delta": "δ", r"\epsilon": "ε",
+    r"\varepsilon": "ε", r"\zeta": "ζ", r"\eta": "η", r"\theta": "θ", r"\kappa": "κ",
+    r"\lambda": "λ", r"\mu": "μ", r"\nu": "ν", r"\xi": "ξ", r"\pi": "π", r"\rho": "ρ",
+    r"\sigma": "σ", r"\tau": "τ", r"\phi": "φ", r"\varphi": "φ", r"\chi": "χ", r"\psi": "ψ",
+    r"\omega": "ω", r"\Gamma": "Γ", r"\Delta": "Δ", r"\Theta": "Θ", r"\Lambda": "Λ",
+    r"\Sigma": "Σ", r"\Phi": "Φ", r"\Omega": "Ω", r"\ldots": "…", r"\dots": "…", r"\cdots": "⋯",
+    r"\%": "%", r"\#": "#", r"\&": "&", r"\_": "_", r"\{": "{", r"\}": "}", r"\$": "$",
+    r"\,": " ", r"\;": " ", r"\!": "", r"\ ": " ", r"\quad": " ", r"\star": "*",
+}
+_SYMBOL_RE = re.compile("|".join(re.escape(k) + (r"(?![A-Za-z])" if k[-1].isalpha() else "")
+                                 for k in sorted(_SYMBOLS, key=len, reverse=True)))
+# Math that is only numbers, units and simple symbols reads better as text than as a formula.
+_SIMPLE_MATH = re.compile(r"^[\s\d.,+\-−%/()<>=:|~]*(" + "|".join(
+    re.escape(k) for k in (r"\times", r"\sim", r"\approx", r"\leq", r"\le", r"\geq", r"\ge", r"\pm",
+                           r"\%", r"\#", r"\cdot", r"\to", r"\rightarrow", r"\infty", r"\,",
+                           r"\mathrm", r"\text")) + r")?[\s\d.,+\-−%/()<>=:|~a-zA-Z{}\\]*$")
+
+
+def _apply_cmd(text: str, names: tuple[str, ...], wrap: str) -> str:
+    pat = re.compile(r"\\(" + "|".join(names) + r")\*?\s*\{([^{}]*)\}")
+    prev = None
+    while prev != text:  # innermost first, so nested commands unwrap fully
+        prev = text
+        text = pat.sub(lambda m: f"{wrap}{m.group(2)}{wrap}" if m.group(2).strip() else "", text)
+    return text
+
+
+def _accent(m: re.Match[str]) -> str:
+    mark, letter = next((m.group(i), m.group(i + 1)) for i in (1, 3, 5) if m.group(i))
+    return unicodedata.normalize("NFC", letter + _ACCENTS[mark])
+
+
+def latex_text(s: str) -> str:
+    """Decode accents, ligatures, dashes and quotes of LaTeX text mode (titles, author names)."""
+    s = _ACCENT_RE.sub(_accent, s)
+    for k, v in _LIGATURES.items():
+        s = re.sub(re.escape(k) + r"(?![A-Za-z])\s?", v, s)
+    s = s.replace("---", "—").replace("--", "–").replace("``", "“").replace("''", "”")
+    s = s.replace("~", " ") if "$" not in s else s
+    s = re.sub(r"\{([^{}$\\]*)\}", r"\1", s)  # bibtex case-protection braces
+    return s
+
+
+def _math_to_text(inner: str) -> str:
+    s = _apply_cmd(inner, _PLAIN_CMDS + _EMPH_CMDS + _BOLD_CMDS, "")
+    s = _SYMBOL_RE.sub(lambda m: _SYMBOLS[m.group(0)], s)
+    s = re.sub(r"\\(left|right|big|Big|bigg|Bigg)\b", "", s)
+    s = re.sub(r"\\[a-zA-Z]+", lambda m: m.group(0)[1:], s)
+    s = s.replace("{", "").replace("}", "")
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def _display_math(m: re.Match[str]) -> str:
+    inner = m.group(1).strip()
+    if _SIMPLE_MATH.match(inner) and "^" not in inner and "_" not in inner:
+        return _math_to_text(inner)
+    return f"${inner}$"
+
+
+def normalize_abstract(raw: str) -> str:
+    """Scraped abstract → readable display text: Markdown emphasis, simple math as Unicode,
+    real formulas kept as ``$…$`` for the UI to render, whitespace folded."""
+    s = unicodedata.normalize("NFC", raw.replace("\r\n", "\n").replace("\x00", ""))
+    s = _DOUBLE_ESCAPE.sub(r"\\", s)
+    s = _INLINE_PAREN_MATH.sub(lambda m: f"${m.group(1)}$", s)
+    s = _DISPLAY_BRACKET_MATH.sub(lambda m: f"${m.group(1)}$", s)
+    # Text mode outside math: split on math segments so formulas are never touched here.
+    parts = _MATH.split(s)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2 == 1:
+            out.append(_display_math(re.match(r"(.*)", part, re.S)))  # type: ignore[arg-type]
+            continue
+        t = re.sub(r"\\(" + "|".join(_DROP_CMDS) + r")\*?(\[[^\]]*\])?\{[^{}]*\}", "", part)
+        t = re.sub(r"\\href\{[^{}]*\}\{([^{}]*)\}", r"\1", t)
+        t = _apply_cmd(t, _EMPH_CMDS, "*")
+        t = _apply_cmd(t, _BOLD_CMDS, "**")
+        t = _apply_cmd(t, _PLAIN_CMDS, "")
+        t = latex_text(t)
+        t = re.sub(r"\\(%|#|&|_)", r"\1", t)
+        t = re.sub(r"\\(ldots|dots)\b", "…", t)
+        t = re.sub(r"\\(?:newline|linebreak)\b|\\\\", " ", t)
+        out.append(t)
+    s = "".join(out)
+    s = re.sub(r"[ \t\u00a0]+", " ", s)
+    s = re.sub(r"\s*\n\s*", " ", s)
+    s = re.sub(r" ([,.;:])(?=\s|$)", r"\1", s)
+    return s.strip()
+
+
+def plain_text(display: str) -> str:
+    """Display text → plain text for embeddings and BM25: math in Unicode, no Markdown marks."""
+    s = _MATH.sub(lambda m: _math_to_text(m.group(1)), display)
+    s = re.sub(r"(\*\*|\*|__|`)(?=\S)(.+?)(?<=\S)\1", r"\2", s)
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def normalize_for_hash(s: str) -> str:
+    """Canonical form for duplicate detection: plain, case-folded, alphanumerics only."""
+    # \w keeps letters of every script: a Chinese or Greek abstract must not hash to "".
+    return re.sub(r"[\W_]+", " ", plain_text(s).casefold()).strip()
+
+
+_ABBREV = ("e.g", "i.e", "et al", "etc", "vs", "cf", "fig", "figs", "eq", "eqs", "sec", "resp",
+           "approx", "no", "dr", "mr", "ms", "prof", "ref", "refs", "al", "viz", "incl")
+_SENT_END = re.compile(r"(?<=[.!?])[\"”')\]]*\s+(?=[\"“(\[]?[A-Z0-9$*\\])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split display text into sentences, keeping abbreviations, decimals and ``$math$`` intact."""
+    text = text.strip()
+    if not text:
+        return []
+    masked = _MATH.sub(lambda m: "$" + "\x01" * (len(m.group(0)) - 2) + "$", text)
+    out: list[str] = []
+    start = 0
+    for m in _SENT_END.finditer(masked):
+        before = masked[start:m.start()].rstrip("\"”')]")
+        word = re.search(r"(\S+)[.!?]$", before)
+        if word and (word.group(1).lower().rstrip(".") in _ABBREV or re.fullmatch(r"[A-Z]", word.group(1))):
+            continue
+        out.append(text[start:m.start()].strip())
+        start = m.end()
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return [s for s in out if s]
+
+
+_PROPOSE = re.compile(
+    r"\b(?:we|this (?:paper|work)|here we)\s+(?:first\s+)?(?:propose|introduce|present|develop|design|"
+    r"study|identify|investigate|analy[sz]e|formulate|provide)s?\s+(?:a |an |the )?(?:new |novel |simple )?"
+    r"(.+?)(?=,|;|:|\.(?:\s|$)| that | which | to | for | in | by | via | where | using | as | based | with )",
+    re.I,
+)
+_EMPHASIS = re.compile(r"\*([^*]{3,80})\*")
+
+
+def key_phrase(abstract: str, max_words: int = 8) -> str:
+    """The phrase a reader would use to name the paper: its named method or emphasised idea."""
+    text = plain_text_keep_emphasis(abstract)
+    candidates: list[str] = []
+    m = _PROPOSE.search(text)
+    if m:
+        candidates.append(m.group(1))
+    e = _EMPHASIS.search(text)
+    if e:
+        candidates.append(e.group(1))
+    for c in candidates:
+        c = re.sub(r"[*]", "", c).strip(" .,;:")
+        words = c.split()
+        if 1 <= len(words) <= max_words and not re.fullmatch(r"(it|this|that|these|how|whether|why)\b.*", c, re.I):
+            return c[0].upper() + c[1:]
+    first = split_sentences(plain_text(abstract))
+    if not first:
+        return ""
+    words = first[0].split()
+    phrase = " ".join(words[:max_words]).rstrip(" .,;:")
+    return phrase + ("…" if len(words) > max_words else "")
+
+
+def plain_text_keep_emphasis(display: str) -> str:
+    """Plain text but with ``*emphasis*`` kept (key-phrase extraction looks for it)."""
+    return re.sub(r"\s+", " ", _MATH.sub(lambda m: _math_to_text(m.group(1)), display)).strip()

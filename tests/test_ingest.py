@@ -1,0 +1,105 @@
+"""Ingest into a real embedded Chroma: counts, idempotency, updates in place, duplicates, refusal of
+another model, and bad files that lose nothing already stored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLE
+from rag.errors import ConfigError
+from rag.records import Paper
+
+
+def test_sample_listings_store_40_papers_and_rerun_embeds_nothing(make_runtime) -> None:
+    rt = make_runtime()
+    first = rt.ingestor(progress=False).ingest(SAMPLE)
+    assert (first.added, first.updated, first.skipped, first.failed) == (40, 0, 0, 0)
+    assert len(rt.store.paper_ids()) == 40
+    chunks = rt.store.count_chunks()
+    assert chunks >= 40
+    again = rt.ingestor(progress=False).ingest(SAMPLE)
+    assert (again.added, again.updated, again.unchanged, again.embedded_chunks) == (0, 0, 40, 0)
+    assert rt.store.count_chunks() == chunks
+    assert rt.store.check() == []
+
+
+def test_every_chunk_carries_paper_metadata_for_filtering(make_runtime) -> None:
+    rt = make_runtime()
+    rt.ingestor(progress=False).ingest(SAMPLE)
+    rows = rt.store.papers(where={"author_keys": {"$contains": "kolter"}})
+    assert len(rows) == 1 and "Zico Kolter" in rows[0]["authors"]
+    for _, text, md, _ in rt.store.iter_chunks():
+        assert md["paper_id"] and md["label"] and text
+        assert md["n_chunks"] >= 1
+
+
+def test_changed_record_is_updated_in_place(make_runtime, tmp_path: Path) -> None:
+    rt = make_runtime()
+    ing = rt.ingestor(progress=False)
+    base = dict(id="doi:10.1/abc", title="Old title", abstract="We propose FooNet. It is fast. " * 3,
+                authors=["Ada Lovelace"])
+    assert ing.ingest_papers([Paper(**base)]).added == 1
+    report = ing.ingest_papers([Paper(**{**base, "title": "New title", "abstract": "We propose BarNet instead."})])
+    assert (report.added, report.updated) == (0, 1)
+    rows = rt.store.papers()
+    assert [r["title"] for r in rows] == ["New title"]
+    assert rt.store.check() == []
+    texts = [t for _, t, _, _ in rt.store.iter_chunks()]
+    assert all("BarNet" in t for t in texts) and not any("FooNet" in t for t in texts)
+
+
+def test_the_same_paper_twice_is_stored_once(make_runtime, tmp_path: Path) -> None:
+    rt = make_runtime()
+    abstract = "We study *graph transformers* for molecules and find they generalise. Results hold widely."
+    papers = [
+        Paper(id="arxiv:2401.00001", arxiv_id="2401.00001", doi="10.5/x", abstract=abstract, title="GT"),
+        Paper(id="bib:smith24", doi="10.5/x", abstract=abstract + " ", title="GT (journal)"),
+        Paper(id="h:1", abstract=abstract.replace("*", "").upper()),  # same text modulo case/markup
+    ]
+    report = rt.ingestor(progress=False).ingest_papers(papers)
+    assert (report.added, report.duplicates) == (1, 2)
+    later = rt.ingestor(progress=False).ingest_papers([Paper(id="bib:other", doi="10.5/x", abstract="Other words.")])
+    assert (later.added, later.duplicates) == (0, 1)
+    assert rt.store.paper_ids() == ["arxiv:2401.00001"]
+
+
+def test_store_built_with_another_model_is_refused_with_advice(make_runtime, embedder) -> None:
+    from rag.store import ChromaStore
+
+    rt = make_runtime()
+    rt.ingestor(progress=False).ingest(SAMPLE[:1])
+    rt.close()
+    with pytest.raises(ConfigError, match="rebuild"):
+        ChromaStore(rt.settings, "openai/text-embedding-3-small", 1536)
+
+
+def test_unparseable_file_fails_alone_and_loses_nothing(make_runtime, tmp_path: Path) -> None:
+    rt = make_runtime()
+    rt.ingestor(progress=False).ingest(SAMPLE)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,colour\nfoo,red\n")
+    binary = tmp_path / "blob.json"
+    binary.write_bytes(b"\x00\x01\x02" * 100)
+    report = rt.ingestor(progress=False).ingest([bad, binary, SAMPLE[0]])
+    assert report.failed == 2 and report.unchanged == 20
+    assert any("bad.csv" in e for e in report.file_errors) and any("blob.json" in e for e in report.file_errors)
+    assert len(rt.store.paper_ids()) == 40
+
+
+def test_strict_mode_stores_nothing_from_a_file_with_a_bad_record(make_runtime, tmp_path: Path) -> None:
+    rows = [{"id": f"p{i}", "title": f"Paper {i}", "abstract": f"We present result number {i} on benchmark {i}."}
+            for i in range(5)]
+    path = tmp_path / "papers.jsonl"
+    lines = [json.dumps(r) for r in rows]
+    lines.insert(3, "{not json")
+    path.write_text("\n".join(lines) + "\n")
+    rt = make_runtime()
+    strict = rt.ingestor(progress=False).ingest([path], strict=True)
+    assert strict.failed == 1 and "papers.jsonl:4" in strict.file_errors[0]
+    assert rt.store.paper_ids() == []
+    lenient = rt.ingestor(progress=False).ingest([path])
+    assert (lenient.added, lenient.skipped) == (5, 1)
+    assert "papers.jsonl:4" in lenient.problems[0]
