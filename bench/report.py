@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import time
 from pathlib import Path
-
-import os
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 HEADER = "# Benchmarks\n\nEvery figure below was written by the command shown with it, on the machine it names.\n"
 
 
 def machine() -> str:
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {time.strftime('%Y-%m-%d')}"
+    py = platform.python_version()
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {py}, {time.strftime('%Y-%m-%d')}"
 
 
 def update_section(name: str, body: str, doc: Path = DOC) -> Path:

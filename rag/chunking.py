@@ -48,10 +48,23 @@ def _split_long(sentence: str, budget: int, count: Counter) -> list[str]:
     return pieces
 
 
+def title_prefix(paper: Paper) -> str:
+    """"Title. " to put before each window, unless the abstract already starts with the title
+    (BEIR corpora often repeat it), which would only cost tokens."""
+    title = plain_text(paper.title).strip(" .") if paper.title else ""
+    if not title or plain_text(paper.abstract)[: len(title) + 5].casefold().startswith(title.casefold()):
+        return ""
+    return f"{title}. "
+
+
+def embedding_text(paper: Paper) -> str:
+    """The paper as one text (title prefix + plain abstract), before any windowing."""
+    return title_prefix(paper) + plain_text(paper.abstract)
+
+
 def chunk_paper(paper: Paper, count: Counter, max_tokens: int, overlap: int = 1) -> list[Chunk]:
     """Split a paper into windows of at most ``max_tokens`` embedder tokens (title included)."""
-    title = plain_text(paper.title) if paper.title else ""
-    prefix = f"{title}. " if title else ""
+    prefix = title_prefix(paper)
     sentences = [plain_text(s) for s in split_sentences(paper.abstract)] or [plain_text(paper.abstract)]
     # Cheap path: the whole abstract fits (most do).
     whole = prefix + " ".join(sentences)

@@ -21,7 +21,8 @@ from pydantic_settings import (
 
 
 class StoreSettings(BaseModel):
-    mode: Literal["embedded", "server"] = Field("embedded", description="embedded PersistentClient or a `chroma run` server")
+    mode: Literal["embedded", "server"] = Field(
+        "embedded", description="embedded PersistentClient or a `chroma run` server")
     path: Path | None = Field(None, description="embedded store directory (default: $PAPERCHAT_HOME/chroma)")
     host: str = Field("127.0.0.1", description="Chroma server host (server mode)")
     port: int = Field(8000, ge=1, le=65535, description="Chroma server port (server mode)")
@@ -133,7 +134,7 @@ class Settings(BaseSettings):
         """True when answers are extractive because no LLM endpoint is configured."""
         return not self.llm.base_url
 
-    def with_overrides(self, **sections: dict[str, Any]) -> "Settings":
+    def with_overrides(self, **sections: dict[str, Any]) -> Settings:
         """A copy with some nested fields replaced, validated like the original."""
         data = self.model_dump()
         for name, values in sections.items():

@@ -79,7 +79,8 @@ class StoreLock:
             holder = os.pread(self._fd, 200, 0).decode(errors="replace").strip() or "another process"
             os.close(self._fd)
             raise ConfigError(f"the store at {path} is in use by {holder}; stop it, or run a Chroma server "
-                              "(`chroma run`) and set PAPERCHAT_STORE__MODE=server so several processes can share it")
+                              "(`chroma run`) and set PAPERCHAT_STORE__MODE=server so several processes can "
+                              "share it") from None
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, f"pid {os.getpid()}".encode(), 0)
 
@@ -243,7 +244,8 @@ class ChromaStore:
                 return
             offset += _GET_PAGE
 
-    def papers(self, paper_ids: Sequence[str] | None = None, where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def papers(self, paper_ids: Sequence[str] | None = None,
+               where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Paper metadata (chunk 0 rows) by ids and/or a metadata filter."""
         clauses: list[dict[str, Any]] = [{"chunk": 0}]
         if paper_ids is not None:

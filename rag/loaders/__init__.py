@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rag.errors import InputError
 from rag.loaders.arxiv import ArxivAtomLoader, ArxivJsonlLoader

@@ -7,8 +7,9 @@ import json
 import logging
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from xml.parsers import expat
 
 from rag.errors import InputError
@@ -89,7 +90,7 @@ class ArxivJsonlLoader:
     def sniff(self, path: Path, head: str) -> bool:
         """JSON Lines whose rows have ``id`` and ``abstract`` plus snapshot-only fields (update_date, versions, …)."""
         obj = first_json_object(head)
-        return bool(obj) and "id" in obj and "abstract" in obj and bool(_SNAPSHOT_KEYS & obj.keys())
+        return obj is not None and "id" in obj and "abstract" in obj and bool(_SNAPSHOT_KEYS & obj.keys())
 
     def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
         """Stream the snapshot line by line."""
@@ -144,9 +145,8 @@ class _SafeTree:
         self.lines: dict[int, int] = {}
         p = expat.ParserCreate(namespace_separator="}")
         p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-        p.StartDoctypeDeclHandler = self._refuse
-        p.EntityDeclHandler = self._refuse
-        p.ExternalEntityRefHandler = self._refuse
+        for handler in ("StartDoctypeDeclHandler", "EntityDeclHandler", "ExternalEntityRefHandler"):
+            setattr(p, handler, self._refuse)
         p.StartElementHandler = self._start
         p.EndElementHandler = lambda tag: self.builder.end(self._tag(tag))
         p.CharacterDataHandler = self.builder.data

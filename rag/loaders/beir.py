@@ -7,8 +7,9 @@ dataset is the folder name (``cranfield/corpus.jsonl`` → ``cranfield:1``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from rag.loaders.arxiv import first_json_object, iter_json_lines
 from rag.loaders.base import Item
@@ -40,7 +41,7 @@ def clean_beir_title(raw: Any) -> str | None:
 
 def beir_paper(path: Path, n: int, row: dict[str, Any], kind: str) -> Item:
     """One corpus row → ``Paper`` or ``RecordProblem``."""
-    meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+    meta: dict[str, Any] = row["metadata"] if isinstance(row.get("metadata"), dict) else {}
     source = as_text(meta.get("source"))
     year = meta.get("year") or meta.get("date")
     if parse_year(year) is None and source:  # cranfield: "j. ae. scs. 25, 1958, 324."
@@ -68,7 +69,7 @@ class BeirLoader:
         if path.name.lower() == CORPUS:
             return True
         obj = first_json_object(head)
-        return bool(obj) and {"_id", "title", "text"} <= obj.keys()
+        return obj is not None and {"_id", "title", "text"} <= obj.keys()
 
     def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
         """Stream the corpus line by line."""

@@ -9,14 +9,24 @@ from __future__ import annotations
 import codecs
 import logging
 import os
-import re
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any
 
 from rag.errors import InputError
 from rag.loaders.base import RecordProblem
+from rag.loaders.fields import (  # noqa: F401  (re-exported: the loaders import field helpers from here)
+    as_text,
+    clean_name,
+    clean_title,
+    fix_latex,
+    fold,
+    parse_year,
+    split_authors,
+    split_list,
+)
 from rag.records import Paper, assign_id, clean_arxiv_id, clean_doi
-from rag.text import latex_text, normalize_abstract
+from rag.text import normalize_abstract
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +34,6 @@ FORMATS = ("listing", "arxiv-jsonl", "arxiv-atom", "bibtex", "csv", "json", "jso
 HEAD_BYTES = 64 * 1024
 MIN_ABSTRACT_CHARS = 20
 MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024  # formats that must be parsed in one piece (JSON, BibTeX, Atom)
-YEAR_MIN, YEAR_MAX = 1800, 2100
 
 _MAGIC = {b"\x1f\x8b": "gzip-compressed; decompress it first", b"PK\x03\x04": "a zip archive; extract it first",
           b"%PDF": "a PDF; paperchat reads abstracts from text exports, not PDFs",
@@ -117,7 +126,7 @@ def read_text(path: Path) -> str:
 
 
 def iter_lines(path: Path, encoding: str = "utf-8", keepends: bool = False,
-               on_error: Callable[[int], None] | None = None) -> Iterator[tuple[int, str | None]]:
+               on_error: Callable[[int], None] | None = None) -> Generator[tuple[int, str | None], None, None]:
     """Stream ``(line_number, text)`` pairs; ``text`` is None for a line that cannot be decoded (or, with
     ``on_error``, the line decoded with replacement characters after calling ``on_error(line_number)``).
 
@@ -143,159 +152,6 @@ def head_text(head: bytes) -> str:
     if utf8_problem(head, final=len(head) < HEAD_BYTES) is None:
         return head.decode("utf-8-sig", errors="replace")
     return head.decode("latin-1")
-
-
-# ---------------------------------------------------------------- field cleaning
-
-def fold(s: str) -> str:
-    """Collapse all whitespace runs to single spaces and strip."""
-    return re.sub(r"\s+", " ", s).strip()
-
-
-def as_text(value: Any) -> str | None:
-    """A scalar field as text: strings as is, numbers formatted, lists of strings joined; else None."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return " ".join(value)
-    return None
-
-
-_ACCENTED_DOTLESS_I = re.compile(r"(\\['`^\"~=.])\s*(?:\{\\i\}|\\i(?![A-Za-z]) ?)")
-
-
-def fix_latex(s: str) -> str:
-    """Work around LaTeX that ``rag.text`` misreads: an accent on a dotless i (``{\\'\\i}`` → ``\\'i``)."""
-    return _ACCENTED_DOTLESS_I.sub(r"\1i", s) if "\\i" in s else s
-
-
-def clean_title(raw: str | None) -> str | None:
-    """Title text: LaTeX accents and case-protection braces decoded, whitespace folded; None when empty."""
-    if not raw or not isinstance(raw, str):
-        return None
-    s = latex_text(fix_latex(raw))
-    prev = None
-    while prev != s:  # nested case-protection braces: {{BERT}}
-        prev, s = s, re.sub(r"\{([^{}$\\]*)\}", r"\1", s)
-    return fold(s) or None
-
-
-def parse_year(value: Any) -> int | None:
-    """A year within 1800..2100 from an int or a date-like string ("2019-08-19", RFC 2822, "2020"), else None."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int):
-        return value if YEAR_MIN <= value <= YEAR_MAX else None
-    if not isinstance(value, str):
-        return None
-    for m in re.finditer(r"(?<![\d.])(\d{4})(?![\d])", value):
-        year = int(m.group(1))
-        if YEAR_MIN <= year <= YEAR_MAX:
-            return year
-    return None
-
-
-_INITIALS = re.compile(r"^(?:[A-Za-z]{1,2}[.\-]\s*)+[A-Za-z]?\.?$|^[A-Z]{1,3}$")
-_DROP_NAMES = {"others", "et al", "et al.", "and others", "anonymous"}
-
-
-def clean_name(raw: str) -> str:
-    """One author name: LaTeX decoded, leftover braces dropped, whitespace folded, stray punctuation trimmed."""
-    s = latex_text(fix_latex(raw)).replace("{", "").replace("}", "")
-    s = fold(s).strip(" ,;")
-    return "" if s.lower() in _DROP_NAMES or not re.search(r"\w", s) else s
-
-
-def _split_top(s: str, sep: re.Pattern[str]) -> list[str]:
-    """Split ``s`` on ``sep`` only outside braces."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(s):
-        ch = s[i]
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            m = sep.match(s, i)
-            if m and m.end() > i:
-                parts.append(s[start:i])
-                start = i = m.end()
-                continue
-        i += 1
-    parts.append(s[start:])
-    return parts
-
-
-_BIB_AND = re.compile(r"\s+and\s+", re.I)
-_PLAIN_SEP = re.compile(r"\s*(?:,\s*and\s+|,|\s+and\s+|\s+&\s+)\s*", re.I)
-
-
-def _flip(last_first: str) -> str:
-    parts = [p.strip() for p in _split_top(last_first, re.compile(r","))]
-    if len(parts) == 2:  # Last, First
-        return f"{parts[1]} {parts[0]}"
-    if len(parts) >= 3:  # Last, Jr, First
-        return f"{parts[2]} {parts[0]} {parts[1]}"
-    return last_first
-
-
-def split_authors(value: Any, style: str = "plain") -> list[str]:
-    """Author names from a list or a string.
-
-    ``style="bibtex"``: ``"Last, First and Last2, First2"``. ``style="plain"``: names separated by ``;``
-    (each maybe ``Last, First``), or by ``,``/``and``/``&`` — where ``"Smith, J. and Doe, A. B."`` style pairs
-    of surname and initials are recognised and flipped to ``"J. Smith"``.
-    """
-    if isinstance(value, list):
-        names = []
-        for item in value:
-            if isinstance(item, str):
-                names.append(item)
-            elif isinstance(item, dict):
-                name = item.get("name") or " ".join(
-                    str(item[k]) for k in ("given", "first", "family", "last") if isinstance(item.get(k), str))
-                if isinstance(name, str):
-                    names.append(name)
-        return _dedupe(clean_name(n) for n in names)
-    if not isinstance(value, str) or not value.strip():
-        return []
-    s = fold(value)
-    if style == "bibtex":
-        return _dedupe(clean_name(_flip(p)) for p in _split_top(s, _BIB_AND))
-    if ";" in s:
-        return _dedupe(clean_name(_flip(p) if p.count(",") == 1 else p) for p in _split_top(s, re.compile(";")))
-    tokens = [t.strip() for t in _split_top(s, _PLAIN_SEP) if t.strip()]
-    paired = len(tokens) % 2 == 0 and tokens and (
-        all(_INITIALS.match(t) for t in tokens[1::2])
-        or (len(tokens) == 2 and "," in s and " and " not in s.lower() and all(" " not in t for t in tokens)))
-    if paired:
-        tokens = [f"{first} {last}" for last, first in zip(tokens[::2], tokens[1::2])]
-    return _dedupe(clean_name(t) for t in tokens)
-
-
-def split_list(value: Any, seps: str = r"[;,]") -> list[str]:
-    """Categories/keywords from a list or a delimited string, stripped, de-duplicated, order kept."""
-    if isinstance(value, list):
-        items = [as_text(v) or "" for v in value]
-    elif isinstance(value, str):
-        items = re.split(seps, value)
-    else:
-        return []
-    return _dedupe(fold(latex_text(i)) for i in items)
-
-
-def _dedupe(items: Any) -> list[str]:
-    seen: dict[str, None] = {}
-    for it in items:
-        if it and it not in seen:
-            seen[it] = None
-    return list(seen)
 
 
 # ---------------------------------------------------------------- building records

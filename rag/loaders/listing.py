@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from rag.errors import InputError
 from rag.loaders.base import Item
@@ -89,7 +89,7 @@ class ListingLoader:
             return False
         if lines[0] == "论文检索":
             return True
-        for prev, line in zip(lines, lines[1:]):
+        for prev, line in zip(lines, lines[1:], strict=False):
             if is_prose(line):
                 return is_author_line(prev) or bool(_SEP.search(prev))
         return False
@@ -97,7 +97,7 @@ class ListingLoader:
     def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
         """Parse the whole listing (it is a scraped page, small) and stream papers and problems."""
         text = read_text(path)
-        lines = [(n, fold(ln)) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+        lines = _join_wrapped([(n, fold(ln)) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()])
         if not any(is_prose(ln) for _, ln in lines):
             raise InputError("no abstract found: not a listing (expected blocks of category, authors and a long "
                              "abstract line)", where=str(path))
@@ -140,6 +140,21 @@ class ListingLoader:
         if rest:  # lines of an earlier paper whose abstract is missing
             yield problem(path, rest[0][0], f"no abstract after {_quote(rest)}")
         yield make_paper(path, start, abstract=abstract[1], authors=authors, categories=categories)
+
+
+def _join_wrapped(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Join an abstract wrapped over adjacent lines (no blank line between): a line right after a prose line
+    continues it when it is prose too, or when the prose line stopped mid-sentence."""
+    out: list[tuple[int, str]] = []
+    last_n = -1
+    for n, ln in lines:
+        if out and n == last_n + 1 and is_prose(out[-1][1]) and (
+                is_prose(ln) or (not re.search(r"[.!?:)\]\"”]$", out[-1][1]) and not _SEP.search(ln))):
+            out[-1] = (out[-1][0], f"{out[-1][1]} {ln}")
+        else:
+            out.append((n, ln))
+        last_n = n
+    return out
 
 
 def _quote(lines: list[tuple[int, str]]) -> str:

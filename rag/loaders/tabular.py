@@ -12,8 +12,9 @@ import csv
 import json
 import logging
 import re
+from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from rag.errors import InputError
 from rag.loaders.arxiv import first_json_object, iter_json_lines
@@ -157,7 +158,7 @@ class CsvLoader:
         cols = resolve_columns(header, mapping, path)
         return self._records(path, enc, delim, header, cols)
 
-    def _rows(self, path: Path, enc: str, delim: str) -> Iterator[tuple[int, list[str], bool]]:
+    def _rows(self, path: Path, enc: str, delim: str) -> Generator[tuple[int, list[str], bool], None, None]:
         """``(start line, cells, has undecodable bytes)`` per non-blank row."""
         bad: set[int] = set()
         lines = iter_lines(path, enc, keepends=True, on_error=bad.add)
@@ -172,7 +173,7 @@ class CsvLoader:
                 except csv.Error as e:
                     raise _Broken(start, str(e)) from None
                 if any(cell.strip() for cell in row):
-                    yield start, row, any(start <= n <= reader.line_num for n in bad)
+                    yield start, row, bool(bad) and any(n in bad for n in range(start, reader.line_num + 1))
         finally:
             lines.close()
 
@@ -188,7 +189,7 @@ class CsvLoader:
                     yield problem(path, n, f"the row has {len(row)} fields but the header has {len(header)} "
                                            f"(an unquoted delimiter or a stray quote?)")
                 else:
-                    yield row_paper(path, n, dict(zip(header, row)), cols)
+                    yield row_paper(path, n, dict(zip(header, row, strict=False)), cols)
         except _Broken as e:
             yield problem(path, e.line, f"the CSV is broken from here on ({e.reason}); the rest was skipped")
         finally:

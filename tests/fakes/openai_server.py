@@ -114,8 +114,12 @@ FAULT_KINDS: dict[str, dict[str, Any]] = {
     "disconnect": {},
     "break_stream": {"after_chunks": 2},
     "malformed_chunk": {"after_chunks": 1, "data": "{not json"},
-    "stream_error": {"after_chunks": 1, "message": "The server had an error while streaming.",
-                     "type": "server_error", "code": None},
+    "stream_error": {
+        "after_chunks": 1,
+        "message": "The server had an error while streaming.",
+        "type": "server_error",
+        "code": None,
+    },
 }
 _STATUS_ALIASES = {"rate_limit": 429, "unauthorized": 401, "server_error": 500, "overloaded": 503}
 
@@ -175,9 +179,9 @@ def split_into_pieces(text: str, words_per_chunk: int = 1) -> list[str]:
     words = re.findall(r"\s*\S+", text)
     if not words:
         return [text] if text else []
-    words[-1] += text[len("".join(words)):]
+    words[-1] += text[len("".join(words)) :]
     n = max(1, int(words_per_chunk))
-    return ["".join(words[i:i + n]) for i in range(0, len(words), n)]
+    return ["".join(words[i : i + n]) for i in range(0, len(words), n)]
 
 
 def fake_embedding(item: str | Sequence[int], dim: int = 8) -> list[float]:
@@ -240,6 +244,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Headers and body go out in separate writes; without this, Nagle + delayed ACK add ~40 ms per response.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.fake._register(self)
 
     def finish(self) -> None:
@@ -499,6 +505,12 @@ class FakeOpenAIServer:
             return list(self.requests)
 
     @property
+    def active_connections(self) -> int:
+        """Client connections currently open (0 after ``close()``)."""
+        with self._lock:
+            return len(self._connections)
+
+    @property
     def models(self) -> list[str]:
         return list(dict.fromkeys([self.model, self.embedding_model, *self.extra_models]))
 
@@ -506,6 +518,8 @@ class FakeOpenAIServer:
     def _register(self, handler: _Handler) -> None:
         with self._lock:
             self._connections[handler] = threading.current_thread()
+        if self._stopping.is_set():  # accepted just before close() took its snapshot
+            self._abort(handler)
 
     def _unregister(self, handler: _Handler) -> None:
         with self._lock:
@@ -599,12 +613,18 @@ class FakeOpenAIServer:
         elif method == "GET" and route == "/models":
             self._send_json(h, 200, {"object": "list", "data": [self._model_obj(m) for m in self.models]}, fault)
         elif method == "GET" and route.startswith("/models/"):
-            model_id = route[len("/models/"):]
+            model_id = route[len("/models/") :]
             if model_id in self.models:
                 self._send_json(h, 200, self._model_obj(model_id), fault)
             else:
-                self._send_error(h, 404, f"The model '{model_id}' does not exist", "invalid_request_error",
-                                 "model_not_found", param="model")
+                self._send_error(
+                    h,
+                    404,
+                    f"The model '{model_id}' does not exist",
+                    "invalid_request_error",
+                    "model_not_found",
+                    param="model",
+                )
         else:
             self._send_error(h, 404, f"Invalid URL ({method} {path})", "invalid_request_error")
 
@@ -638,12 +658,17 @@ class FakeOpenAIServer:
             self._send_error(h, 400, "you must provide a model parameter", "invalid_request_error", param="model")
             return
         if not isinstance(messages, list) or not messages:
-            self._send_error(h, 400, "'messages' must be a non-empty array.", "invalid_request_error",
-                             param="messages")
+            self._send_error(h, 400, "'messages' must be a non-empty array.", "invalid_request_error", param="messages")
             return
         if self.strict_model and model not in self.models:
-            self._send_error(h, 404, f"The model `{model}` does not exist or you do not have access to it.",
-                             "invalid_request_error", "model_not_found", param="model")
+            self._send_error(
+                h,
+                404,
+                f"The model `{model}` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+                param="model",
+            )
             return
         try:
             text, finish_reason, chunk_delay = self._next_reply(body)
@@ -673,8 +698,9 @@ class FakeOpenAIServer:
 
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            self._stream_chat(h, completion_id, created, model, pieces, finish_reason, usage, include_usage,
-                              chunk_delay, fault)
+            self._stream_chat(
+                h, completion_id, created, model, pieces, finish_reason, usage, include_usage, chunk_delay, fault
+            )
             return
 
         if fault is not None and fault.kind == "stream_error":
@@ -740,8 +766,12 @@ class FakeOpenAIServer:
                 if fault.kind == "malformed_chunk":
                     self._write_chunk(h, f"data: {fault.params['data']}\n\n".encode())
                 elif fault.kind == "stream_error":
-                    error = {"message": fault.params["message"], "type": fault.params["type"],
-                             "param": None, "code": fault.params["code"]}
+                    error = {
+                        "message": fault.params["message"],
+                        "type": fault.params["type"],
+                        "param": None,
+                        "code": fault.params["code"],
+                    }
                     self._send_event(h, {"error": error})
                     self._write_chunk(h, b"")
                     return
@@ -766,24 +796,40 @@ class FakeOpenAIServer:
             self._send_error(h, 400, "you must provide a model parameter", "invalid_request_error", param="model")
             return
         if self.strict_model and model not in self.models:
-            self._send_error(h, 404, f"The model `{model}` does not exist or you do not have access to it.",
-                             "invalid_request_error", "model_not_found", param="model")
+            self._send_error(
+                h,
+                404,
+                f"The model `{model}` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+                param="model",
+            )
             return
         items = self._embedding_inputs(body.get("input"))
         if items is None:
-            self._send_error(h, 400, "'$.input' is invalid. Please check the API reference: "
-                             "https://platform.openai.com/docs/api-reference.", "invalid_request_error",
-                             param="input")
+            self._send_error(
+                h,
+                400,
+                "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+                "invalid_request_error",
+                param="input",
+            )
             return
         dims = body.get("dimensions", self.embedding_dim)
         if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
-            self._send_error(h, 400, f"Invalid value for 'dimensions': {dims!r}.", "invalid_request_error",
-                             param="dimensions")
+            self._send_error(
+                h, 400, f"Invalid value for 'dimensions': {dims!r}.", "invalid_request_error", param="dimensions"
+            )
             return
         encoding = body.get("encoding_format") or "float"
         if encoding not in ("float", "base64"):
-            self._send_error(h, 400, f"Invalid value for 'encoding_format': {encoding!r}; expected 'float' or "
-                             "'base64'.", "invalid_request_error", param="encoding_format")
+            self._send_error(
+                h,
+                400,
+                f"Invalid value for 'encoding_format': {encoding!r}; expected 'float' or 'base64'.",
+                "invalid_request_error",
+                param="encoding_format",
+            )
             return
         data = []
         try:
@@ -924,8 +970,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = a free one)")
     parser.add_argument("--model", default="stub-model", help="chat model id listed by /v1/models")
-    parser.add_argument("--reply", default="This is a stub reply from the fake OpenAI server.",
-                        help="the completion for every chat request")
+    parser.add_argument(
+        "--reply",
+        default="This is a stub reply from the fake OpenAI server.",
+        help="the completion for every chat request",
+    )
     parser.add_argument("--api-key", default=None, help="require this bearer token (default: accept any)")
     parser.add_argument("--embedding-model", default="text-embedding-3-small")
     parser.add_argument("--embedding-dim", type=int, default=8)
