@@ -28,23 +28,20 @@ class Chunk:
 
 
 def _split_long(sentence: str, budget: int, count: Counter) -> list[str]:
-    """A sentence longer than the window is cut on word boundaries into pieces that fit."""
+    """A sentence longer than the window is cut on word boundaries into pieces that fit.
+
+    Word pieces are counted per word in one tokenizer call (WordPiece and BPE tokenisers split on
+    whitespace first, so the per-word counts add up); the caller re-checks each final window."""
     words = sentence.split()
+    costs = [max(1, n - 2) for n in count(words)]  # minus [CLS]/[SEP] counted for every word
     pieces: list[str] = []
-    lo = 0
-    while lo < len(words):
-        hi = len(words)
-        # Binary search the longest prefix that fits; word pieces per word vary too much to guess.
-        best = lo + 1
-        left, right = lo + 1, hi
-        while left <= right:
-            mid = (left + right) // 2
-            if count([" ".join(words[lo:mid])])[0] <= budget:
-                best, left = mid, mid + 1
-            else:
-                right = mid - 1
-        pieces.append(" ".join(words[lo:best]))
-        lo = best
+    start, used = 0, 2
+    for i, c in enumerate(costs):
+        if used + c > budget and i > start:
+            pieces.append(" ".join(words[start:i]))
+            start, used = i, 2
+        used += c
+    pieces.append(" ".join(words[start:]))
     return pieces
 
 
@@ -60,6 +57,18 @@ def title_prefix(paper: Paper) -> str:
 def embedding_text(paper: Paper) -> str:
     """The paper as one text (title prefix + plain abstract), before any windowing."""
     return title_prefix(paper) + plain_text(paper.abstract)
+
+
+def chunk_papers(papers: list[Paper], count: Counter, max_tokens: int, overlap: int = 1) -> list[list[Chunk]]:
+    """``chunk_paper`` for many papers, counting the whole texts in one tokenizer call (most fit)."""
+    wholes = [embedding_text(p) for p in papers]
+    out = []
+    for p, whole, n in zip(papers, wholes, count(wholes) if wholes else []):
+        if n <= max_tokens:
+            out.append([Chunk(0, whole, 0, len(split_sentences(p.abstract)), tokens.count_tokens(whole))])
+        else:
+            out.append(chunk_paper(p, count, max_tokens, overlap))
+    return out
 
 
 def chunk_paper(paper: Paper, count: Counter, max_tokens: int, overlap: int = 1) -> list[Chunk]:

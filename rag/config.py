@@ -36,7 +36,8 @@ class EmbeddingSettings(BaseModel):
     provider: Literal["sentence-transformers", "openai"] = Field(
         "sentence-transformers", description="local sentence-transformers model or an OpenAI-compatible endpoint")
     model: str = Field("all-MiniLM-L6-v2", description="model name or local path; the default is bundled offline")
-    batch_size: int = Field(64, ge=1, le=4096, description="texts per encoder call")
+    batch_size: int = Field(16, ge=1, le=4096,
+                            description="texts per encoder batch (16 was fastest on 2 CPU cores)")
     device: str = Field("cpu", description="torch device for sentence-transformers")
     base_url: str | None = Field(None, description="OpenAI-compatible base URL for provider=openai")
     api_key: SecretStr | None = Field(None, description="API key for provider=openai (falls back to llm.api_key)")
@@ -49,12 +50,19 @@ class ChunkSettings(BaseModel):
     overlap_sentences: int = Field(1, ge=0, le=5, description="sentences repeated between neighbouring chunks")
 
 
+class IngestSettings(BaseModel):
+    batch_papers: int = Field(1024, ge=1, le=100_000,
+                              description="papers embedded and written per step (larger pads less, smaller resumes finer)")
+
+
 class RetrievalSettings(BaseModel):
     k: int = Field(5, ge=1, le=50, description="papers per answer")
     candidates: int = Field(50, ge=5, le=1000, description="hits fetched from each retriever before fusion")
     bm25_weight: float = Field(1.0, ge=0, le=10, description="weight of BM25 in rank fusion")
     dense_weight: float = Field(1.0, ge=0, le=10, description="weight of dense retrieval in rank fusion")
     rrf_k: int = Field(60, ge=1, le=1000, description="RRF constant")
+    feedback_docs: int = Field(0, ge=0, le=50, description="pseudo-relevance feedback papers (0 = off)")
+    feedback_dense: float = Field(0.5, ge=0, le=5, description="Rocchio weight of the feedback centroid")
 
 
 class LLMSettings(BaseModel):
@@ -97,6 +105,7 @@ class Settings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     chunking: ChunkSettings = Field(default_factory=ChunkSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     ui: UISettings = Field(default_factory=UISettings)

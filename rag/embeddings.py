@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -90,6 +91,8 @@ class SentenceTransformerEmbedder:
         self._dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
                         else self._model.get_sentence_embedding_dimension())
         self._max = int(self._model.max_seq_length)
+        self._ids_cache: dict[str, tuple[list[int], list[int]]] = {}
+        self._tok_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -103,18 +106,71 @@ class SentenceTransformerEmbedder:
     def max_tokens(self) -> int:
         return self._max
 
+    def _encodings(self, texts: list[str]) -> list[Any] | None:
+        """Token ids from the Rust tokenizer directly (no truncation), or None for slow tokenizers."""
+        fast = getattr(self._model.tokenizer, "_tokenizer", None)
+        if fast is None or not hasattr(fast, "encode_batch"):
+            return None
+        with self._tok_lock:
+            if fast.truncation is not None:
+                fast.no_truncation()
+            if fast.padding is not None:
+                fast.no_padding()
+            return list(fast.encode_batch(texts, add_special_tokens=True))
+
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Word pieces per text, special tokens included, as the model will see them."""
-        enc = self._model.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
-        return [len(ids) for ids in enc]
+        encs = self._encodings(texts)
+        if encs is None:
+            enc = self._model.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
+            return [len(ids) for ids in enc]
+        if len(self._ids_cache) > 50_000:
+            self._ids_cache.clear()
+        for t, e in zip(texts, encs):
+            if len(e.ids) <= self._max:  # kept so embed() need not tokenise the same text again
+                self._ids_cache[t] = (e.ids, e.type_ids)
+        return [len(e.ids) for e in encs]
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        # encode() sorts by length internally, so batches carry little padding.
-        v = self._model.encode(texts, batch_size=self._batch, convert_to_numpy=True,
-                               normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(v, dtype=np.float32)
+        ids: list[tuple[list[int], list[int]] | None] = [self._ids_cache.pop(t, None) for t in texts]
+        missing = [i for i, x in enumerate(ids) if x is None]
+        if missing:
+            encs = self._encodings([texts[i] for i in missing])
+            if encs is None:  # slow tokenizer: let sentence-transformers do everything
+                v = self._model.encode(texts, batch_size=self._batch, convert_to_numpy=True,
+                                       normalize_embeddings=True, show_progress_bar=False)
+                return np.asarray(v, dtype=np.float32)
+            for i, e in zip(missing, encs):
+                cut = e.ids[: self._max - 1] + [e.ids[-1]] if len(e.ids) > self._max else e.ids
+                types = e.type_ids[: len(cut)]
+                ids[i] = (cut, types)
+        return self._forward([x for x in ids if x is not None])
+
+    def _forward(self, ids: list[tuple[list[int], list[int]]]) -> np.ndarray:
+        """Exact-length batching: sort by token count so each batch pads to almost nothing."""
+        import torch
+
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i][0]))
+        out = np.zeros((len(ids), self._dim), dtype=np.float32)
+        pad = self._model.tokenizer.pad_token_id or 0
+        with torch.inference_mode():
+            for b in range(0, len(order), self._batch):
+                idx = order[b:b + self._batch]
+                width = max(len(ids[i][0]) for i in idx)
+                input_ids = torch.full((len(idx), width), pad, dtype=torch.long)
+                types = torch.zeros((len(idx), width), dtype=torch.long)
+                mask = torch.zeros((len(idx), width), dtype=torch.long)
+                for row, i in enumerate(idx):
+                    n = len(ids[i][0])
+                    input_ids[row, :n] = torch.tensor(ids[i][0])
+                    types[row, :n] = torch.tensor(ids[i][1])
+                    mask[row, :n] = 1
+                feats = self._model.forward({"input_ids": input_ids, "attention_mask": mask,
+                                             "token_type_ids": types})
+                out[idx] = feats["sentence_embedding"].float().cpu().numpy()
+        return _normalise(out)
 
 
 class OpenAIEmbedder:

@@ -17,7 +17,7 @@ from typing import Any
 from tqdm import tqdm
 
 from rag import loaders
-from rag.chunking import chunk_paper
+from rag.chunking import chunk_papers
 from rag.embeddings import Embedder
 from rag.errors import InputError
 from rag.loaders.base import RecordProblem
@@ -26,7 +26,6 @@ from rag.store import ChromaStore, ChunkRow, chunk_id
 
 log = logging.getLogger(__name__)
 
-BATCH_PAPERS = 1024  # papers per write; large enough that length-sorted encoder batches pad little
 
 
 @dataclass
@@ -86,13 +85,15 @@ class Ingestor:
     """Turns files into stored papers. One instance per process; the embedder is loaded once."""
 
     def __init__(self, store: ChromaStore, embedder: Embedder, max_chunk_tokens: int = 0, overlap: int = 1,
-                 on_change: Iterable[Callable[[ChromaStore], None]] = (), progress: bool = True) -> None:
+                 on_change: Iterable[Callable[[ChromaStore], None]] = (), progress: bool = True,
+                 batch_papers: int = 1024) -> None:
         self.store, self.embedder = store, embedder
         window = embedder.max_tokens
         self.max_tokens = min(max_chunk_tokens, window) if max_chunk_tokens else window
         self.overlap = overlap
         self.on_change = list(on_change)
         self.progress = progress
+        self.batch_papers = batch_papers
         self._seen: dict[str, str] = {}  # doi / arxiv / abstract key → paper id, within this run
 
     def ingest(self, paths: Iterable[Path | str], *, fmt: str | None = None, mapping: dict[str, str] | None = None,
@@ -136,7 +137,7 @@ class Ingestor:
                     log.warning("skipped %s", item)
                     continue
                 batch.append(item)
-                if len(batch) >= BATCH_PAPERS:
+                if len(batch) >= self.batch_papers:
                     self._write_batch(batch, report)
                     bar.update(len(batch))
                     batch = []
@@ -203,8 +204,9 @@ class Ingestor:
                 report.added += 1
         rows: list[ChunkRow] = []
         if to_write:
-            chunked = [(p, h, chunk_paper(p, self.embedder.count_tokens, self.max_tokens, self.overlap))
-                       for p, h in to_write]
+            windows = chunk_papers([p for p, _ in to_write], self.embedder.count_tokens, self.max_tokens,
+                                   self.overlap)
+            chunked = [(p, h, cs) for (p, h), cs in zip(to_write, windows)]
             texts = [c.text for _, _, cs in chunked for c in cs]
             vectors = self.embedder.embed(texts)
             report.embedded_chunks += len(texts)
@@ -217,3 +219,5 @@ class Ingestor:
             self.store.upsert(rows)
         if stale:
             self.store.delete(stale)
+        log.info("batch written: %d papers, %d chunks embedded, %d stale chunks deleted", len(batch), len(rows),
+                 len(stale))

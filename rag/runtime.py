@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rag.config import Settings, prepare_runtime
 from rag.embed_cache import CachedEmbedder
 from rag.embeddings import Embedder, make_embedder
 from rag.ingest import Ingestor
+from rag.lexical import LexicalIndex
+from rag.retrieval import Mode, Retriever
 from rag.store import ChromaStore
 
 log = logging.getLogger(__name__)
@@ -21,6 +24,7 @@ class Runtime:
     settings: Settings
     _embedder: Embedder | None = field(default=None, repr=False)  # pass one to share a loaded model
     _store: ChromaStore | None = field(default=None, repr=False)
+    _lexical: LexicalIndex | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         prepare_runtime(self.settings)
@@ -50,13 +54,24 @@ class Runtime:
             self._store = ChromaStore(self.settings, None, None)
         return self._store
 
+    @property
+    def lexical(self) -> LexicalIndex:
+        if self._lexical is None:
+            self._lexical = LexicalIndex.for_store(self.settings.home, self.store)
+        return self._lexical
+
+    def retriever(self, mode: Mode = "hybrid") -> Retriever:
+        """Hybrid (or single-method) retrieval over the store; the lexical index syncs on use."""
+        return Retriever(self.store, self.embedder, self.lexical, self.settings.retrieval, mode=mode)
+
     def ingestor(self, progress: bool = True) -> Ingestor:
         return Ingestor(self.store, self.embedder, self.settings.chunking.max_tokens,
-                        self.settings.chunking.overlap_sentences, on_change=self.index_hooks(), progress=progress)
+                        self.settings.chunking.overlap_sentences, on_change=self.index_hooks(), progress=progress,
+                        batch_papers=self.settings.ingest.batch_papers)
 
-    def index_hooks(self) -> list:
-        """Derived indexes kept in sync by ingest (the lexical index joins here)."""
-        return []
+    def index_hooks(self) -> list[Callable[[ChromaStore], None]]:
+        """Derived indexes kept in sync by ingest, through the same path as the vectors."""
+        return [lambda store: self.lexical.sync(store)]
 
     def close(self) -> None:
         if self._store is not None:

@@ -138,7 +138,9 @@ def normalize_for_hash(s: str) -> str:
 
 _ABBREV = ("e.g", "i.e", "et al", "etc", "vs", "cf", "fig", "figs", "eq", "eqs", "sec", "resp",
            "approx", "no", "dr", "mr", "ms", "prof", "ref", "refs", "al", "viz", "incl")
-_SENT_END = re.compile(r"(?<=[.!?])[\"”')\]]*\s+(?=[\"“(\[]?[A-Z0-9$*\\])")
+# A sentence ends at .!? before a letter, digit or markup. Before a lower-case letter (some corpora,
+# Cranfield among them, are all lower case) only after a real word, not "no. of" or "e.g. this".
+_SENT_END = re.compile(r"(?<=[.!?])[\"”')\]]*\s+(?=[\"“(\[]?[A-Za-z0-9$*\\])")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -152,7 +154,10 @@ def split_sentences(text: str) -> list[str]:
     for m in _SENT_END.finditer(masked):
         before = masked[start:m.start()].rstrip("\"”')]")
         word = re.search(r"(\S+)[.!?]$", before)
-        if word and (word.group(1).lower().rstrip(".") in _ABBREV or re.fullmatch(r"[A-Z]", word.group(1))):
+        if word and (word.group(1).lower().rstrip(".") in _ABBREV or re.fullmatch(r"[A-Za-z]", word.group(1))):
+            continue
+        nxt = masked[m.end():m.end() + 1]
+        if nxt.islower() and not (word and len(word.group(1)) >= 3 and word.group(1).isalpha()):
             continue
         out.append(text[start:m.start()].strip())
         start = m.end()

@@ -1,0 +1,197 @@
+"""Hybrid retrieval: dense chunks (Chroma) + BM25 papers, fused, filtered, aggregated, diversified.
+
+Dense hits are chunks; a paper scores by its best chunk. BM25 scores whole papers. The two ranked
+lists are combined by weighted reciprocal-rank fusion, optionally after one round of pseudo-relevance
+feedback (RM3-style term expansion for BM25, Rocchio for the dense query).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from rag.catalog import PaperQuery, paper_from_metadata, to_where
+from rag.config import RetrievalSettings
+from rag.embeddings import Embedder
+from rag.lexical import LexicalIndex, analyze, paper_text
+from rag.store import ChromaStore
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["hybrid", "dense", "bm25"]
+
+
+@dataclass
+class PaperHit:
+    paper_id: str
+    score: float  # fused score (higher is better)
+    dense: float | None = None  # cosine of the best chunk
+    bm25: float | None = None
+    chunk: str = ""  # text of the best-matching chunk
+    paper: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Retrieval:
+    query: str
+    filters: PaperQuery
+    hits: list[PaperHit]
+    timings: dict[str, float]
+
+
+def rrf(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion of ranked id lists."""
+    out: dict[str, float] = {}
+    for ids, weight in rankings:
+        for rank, pid in enumerate(ids):
+            out[pid] = out.get(pid, 0.0) + weight / (k + rank + 1)
+    return out
+
+
+class Retriever:
+    """Finds the papers that answer a question, within optional filters."""
+
+    def __init__(self, store: ChromaStore, embedder: Embedder, lexical: LexicalIndex, cfg: RetrievalSettings,
+                 mode: Mode = "hybrid") -> None:
+        self.store, self.embedder, self.lexical, self.cfg, self.mode = store, embedder, lexical, cfg, mode
+
+    # ---- the two retrievers -----------------------------------------------------------------
+    def _allowed(self, filters: PaperQuery) -> set[str] | None:
+        where = to_where(filters)
+        if where is None:
+            return None
+        return {md["paper_id"] for md in self.store.papers(where=where)}
+
+    def bm25_rank(self, terms: dict[str, float], n: int, allowed: set[str] | None) -> list[tuple[str, float]]:
+        scores = self.lexical.term_scores(terms)
+        if allowed is not None:
+            mask = np.zeros_like(scores, dtype=bool)
+            mask[self.lexical.positions(allowed)] = True
+            scores = np.where(mask, scores, 0.0)
+        n = min(n, int((scores > 0).sum()))
+        if n <= 0:
+            return []
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(self.lexical.paper_ids[i], float(scores[i])) for i in top]
+
+    def dense_rank(self, vector: np.ndarray, n: int, filters: PaperQuery) -> list[tuple[str, float, str]]:
+        hits = self.store.query(vector, n * 3, where=to_where(filters))
+        best: dict[str, tuple[float, str]] = {}
+        for h in hits:
+            if h.paper_id not in best or h.score > best[h.paper_id][0]:
+                best[h.paper_id] = (h.score, h.text)
+        ranked = sorted(best.items(), key=lambda kv: -kv[1][0])[:n]
+        return [(pid, s, text) for pid, (s, text) in ranked]
+
+    # ---- pseudo-relevance feedback ----------------------------------------------------------
+    def _expand_terms(self, query_terms: dict[str, float], feedback: list[dict[str, Any]],
+                      n_terms: int = 10, weight: float = 0.5) -> dict[str, float]:
+        """RM3-style: add the feedback papers' most characteristic terms at a fraction of the weight."""
+        tf: Counter[str] = Counter()
+        for md in feedback:
+            terms = analyze(paper_text(md))
+            if not terms:
+                continue
+            for t, c in Counter(terms).items():
+                tf[t] += c / len(terms)
+        idf = self.lexical.idf(tf)
+        scored = sorted(((tf[t] * idf[t], t) for t in tf if t not in query_terms and idf[t] > 1.0), reverse=True)
+        chosen = scored[:n_terms]
+        total = sum(s for s, _ in chosen) or 1.0
+        out = dict(query_terms)
+        q_total = sum(query_terms.values()) or 1.0
+        for s, t in chosen:
+            out[t] = weight * q_total * s / total
+        return out
+
+    # ---- search -----------------------------------------------------------------------------
+    def search(self, query: str, k: int | None = None, filters: PaperQuery | None = None,
+               feedback: bool | None = None) -> Retrieval:
+        k = k or self.cfg.k
+        filters = filters or PaperQuery()
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        self.lexical.sync(self.store)
+        allowed = self._allowed(filters)
+        timings["filter_ms"] = (time.perf_counter() - t0) * 1000
+        n = max(self.cfg.candidates, k)
+        use_prf = self.cfg.feedback_docs > 0 if feedback is None else feedback
+
+        q_terms: dict[str, float] = {}
+        for t in analyze(query):
+            q_terms[t] = q_terms.get(t, 0.0) + 1.0
+        bm25: list[tuple[str, float]] = []
+        dense: list[tuple[str, float, str]] = []
+        t1 = time.perf_counter()
+        if self.mode in ("hybrid", "bm25"):
+            bm25 = self.bm25_rank(q_terms, n, allowed)
+        timings["bm25_ms"] = (time.perf_counter() - t1) * 1000
+        t1 = time.perf_counter()
+        qvec = None
+        if self.mode in ("hybrid", "dense"):
+            qvec = self.embedder.embed([query])[0]
+            dense = self.dense_rank(qvec, n, filters)
+        timings["dense_ms"] = (time.perf_counter() - t1) * 1000
+
+        fused = self._fuse(bm25, dense)
+        if use_prf and fused and self.mode == "hybrid":
+            t1 = time.perf_counter()
+            top = sorted(fused, key=lambda p: -fused[p])[: self.cfg.feedback_docs]
+            fb = self.store.papers(top)
+            bm25 = self.bm25_rank(self._expand_terms(q_terms, fb), n, allowed)
+            if qvec is not None:
+                # Rocchio on the dense side: pull the query towards the feedback papers' best chunks.
+                chunk_of = {pid: text for pid, _, text in dense}
+                texts = [chunk_of[p] for p in top if p in chunk_of]
+                if texts:
+                    centroid = self.embedder.embed(texts).mean(axis=0)
+                    q2 = qvec + self.cfg.feedback_dense * centroid
+                    dense = self.dense_rank(q2 / np.linalg.norm(q2), n, filters)
+            fused = self._fuse(bm25, dense)
+            timings["feedback_ms"] = (time.perf_counter() - t1) * 1000
+
+        ranked = sorted(fused, key=lambda p: -fused[p])
+        t1 = time.perf_counter()
+        hits = self._materialise(ranked[: max(k * 3, k + 5)], fused, bm25, dense, k)
+        timings["papers_ms"] = (time.perf_counter() - t1) * 1000
+        timings["retrieve_ms"] = (time.perf_counter() - t0) * 1000
+        return Retrieval(query, filters, hits, timings)
+
+    def _fuse(self, bm25: list[tuple[str, float]], dense: list[tuple[str, float, str]]) -> dict[str, float]:
+        if self.mode == "bm25":
+            return {pid: s for pid, s in bm25}
+        if self.mode == "dense":
+            return {pid: s for pid, s, _ in dense}
+        return rrf([([p for p, _ in bm25], self.cfg.bm25_weight), ([p for p, _, _ in dense], self.cfg.dense_weight)],
+                   self.cfg.rrf_k)
+
+    def _materialise(self, ids: list[str], fused: dict[str, float], bm25: list[tuple[str, float]],
+                     dense: list[tuple[str, float, str]], k: int) -> list[PaperHit]:
+        """Paper metadata for the top ids, near-duplicates dropped, k kept."""
+        if not ids:
+            return []
+        rows = {md["paper_id"]: md for md in self.store.papers(ids)}
+        b = dict(bm25)
+        d = {pid: (s, text) for pid, s, text in dense}
+        out: list[PaperHit] = []
+        seen_terms: list[set[str]] = []
+        for pid in ids:
+            md = rows.get(pid)
+            if md is None:  # stale hit (paper removed meanwhile)
+                continue
+            terms = set(analyze(md.get("abstract", "")))
+            if any(len(terms & s) / max(1, len(terms | s)) > 0.8 for s in seen_terms):
+                continue  # a near-duplicate must not crowd out another paper
+            seen_terms.append(terms)
+            ds = d.get(pid)
+            out.append(PaperHit(pid, fused[pid], ds[0] if ds else None, b.get(pid), ds[1] if ds else "",
+                                paper_from_metadata(md)))
+            if len(out) >= k:
+                break
+        return out

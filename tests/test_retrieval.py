@@ -1,0 +1,91 @@
+"""Retrieval against oracles: Chroma top-k = brute-force cosine, BM25 = the Lucene formula by hand,
+RRF by hand; filters and lexical-index sync through ingest."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from conftest import SAMPLE
+
+from rag.catalog import PaperQuery
+from rag.lexical import analyze, paper_text
+from rag.retrieval import rrf
+
+
+@pytest.fixture
+def sample_rt(make_runtime):
+    rt = make_runtime()
+    rt.ingestor(progress=False).ingest(SAMPLE)
+    return rt
+
+
+def test_chroma_top_k_matches_brute_force_cosine(sample_rt) -> None:
+    rows = list(sample_rt.store.iter_chunks(include_embeddings=True))
+    ids = [r[0] for r in rows]
+    matrix = np.stack([np.asarray(r[3], dtype=np.float32) for r in rows])
+    for q in ["reward hacking in RLHF", "federated learning with heterogeneous clients", "weather forecasting"]:
+        v = sample_rt.embedder.embed([q])[0]
+        oracle = [ids[i] for i in np.argsort(-(matrix @ v))[:10]]
+        got = [h.chunk_id for h in sample_rt.store.query(v, 10)]
+        assert got == oracle
+
+
+def test_bm25_scores_match_the_lucene_formula(sample_rt) -> None:
+    lex = sample_rt.lexical
+    lex.sync(sample_rt.store)
+    papers = {md["paper_id"]: md for md in sample_rt.store.papers()}
+    docs = {pid: Counter(analyze(paper_text(md))) for pid, md in papers.items()}
+    n = len(docs)
+    avgdl = sum(sum(c.values()) for c in docs.values()) / n
+    query = "energy loss reward hacking PPO"
+    got = lex.scores(query)
+    for pid, i in zip(lex.paper_ids, range(len(lex.paper_ids))):
+        tf, dl = docs[pid], sum(docs[pid].values())
+        want = 0.0
+        for t in analyze(query):
+            df = sum(1 for c in docs.values() if t in c)
+            if not df or not tf[t]:
+                continue
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            want += idf * tf[t] / (tf[t] + 1.2 * (1 - 0.75 + 0.75 * dl / avgdl))
+        assert got[i] == pytest.approx(want, rel=1e-4, abs=1e-5), pid
+
+
+def test_rrf_by_hand() -> None:
+    fused = rrf([(["a", "b", "c"], 1.0), (["c", "a"], 2.0)], k=60)
+    assert fused["a"] == pytest.approx(1 / 61 + 2 / 62)
+    assert fused["c"] == pytest.approx(1 / 63 + 2 / 61)
+    assert fused["b"] == pytest.approx(1 / 62)
+
+
+def test_hybrid_finds_named_method_and_applies_filters(sample_rt) -> None:
+    r = sample_rt.retriever()
+    res = r.search("What does EPPO penalize?", k=3)
+    assert "EPPO" in res.hits[0].paper["abstract"]
+    assert len({h.paper_id for h in res.hits}) == len(res.hits)  # a paper appears once
+    only = r.search("reinforcement learning", k=10, filters=PaperQuery(author="Shiqing Gao"))
+    assert only.hits and all("Shiqing Gao" in h.paper["authors"] for h in only.hits)
+    none = r.search("reinforcement learning", k=10, filters=PaperQuery(year_from=2030))
+    assert none.hits == []
+
+
+def test_lexical_index_follows_ingest(sample_rt, tmp_path) -> None:
+    lex = sample_rt.lexical
+    lex.sync(sample_rt.store)
+    assert len(lex) == 40
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text('{"id": "x1", "title": "Quokka populations", '
+                     '"abstract": "We count quokka populations on Rottnest Island with drones."}\n')
+    sample_rt.ingestor(progress=False).ingest([extra])
+    assert len(lex) == 41  # synced by the ingest hook, not lazily
+    hit = sample_rt.retriever(mode="bm25").search("quokka drones", k=1).hits[0]
+    assert hit.paper["title"] == "Quokka populations"
+    # a fresh process (new index object) loads the saved index instead of rebuilding
+    from rag.lexical import LexicalIndex
+
+    again = LexicalIndex.for_store(sample_rt.settings.home, sample_rt.store)
+    assert again._load((sample_rt.store.generation, sample_rt.store.count_chunks()))
+    assert len(again) == 41
