@@ -168,29 +168,97 @@ def split_sentences(text: str) -> list[str]:
 
 
 _PROPOSE = re.compile(
-    r"\b(?:we|this (?:paper|work)|here we)\s+(?:first\s+)?(?:propose|introduce|present|develop|design|"
-    r"study|identify|investigate|analy[sz]e|formulate|provide)s?\s+(?:a |an |the )?(?:new |novel |simple )?"
-    r"(.+?)(?=,|;|:|\.(?:\s|$)| that | which | to | for | in | by | via | where | using | as | based | with )",
+    r"\b(?:we|this (?:paper|work)|here we)\s+(?:first\s+|then\s+|further\s+)?(?:propose|introduce|present|develop|"
+    r"design|study|identify|investigate|analy[sz]e|formulate|provide|call|term|name)s?\s+(?:a |an |the )?"
+    r"(?:new |novel |simple |general |unified |principled )?"
+    r"(.+?)(?=,|;|:|\.(?:\s|$)| that | which | to | for | in | by | via | where | using | as | based | with | and "
+    r"(?:prove|show|demonstrate|evaluate|find|analy[sz]e|use|apply)\b)",
     re.I,
 )
 _EMPHASIS = re.compile(r"\*([^*]{3,80})\*")
+# "Long Name (ACR)": up to six words before a parenthesised acronym.
+_ACRONYM_DEF = re.compile(r"((?:[\w\-–]+\s+){0,5}[\w\-–]+)\s+\(([A-Z][A-Za-z0-9\-]*[A-Z0-9][A-Za-z0-9\-]*)\)")
+_CALLED = re.compile(r"\b(?:called|named|dubbed|termed|coined)\s+\*?([A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){0,4})")
+_GENERIC = {"framework", "method", "approach", "model", "algorithm", "setting", "alternative setting", "technique",
+            "system", "paradigm", "mechanism", "strategy", "analysis", "study", "problem", "task", "architecture",
+            "practical algorithm", "new method", "attention mechanism", "theoretical analysis", "pipeline", "benchmark",
+            "dataset", "sparsity", "scheme", "solution", "formulation", "procedure", "concept", "idea", "tool"}
+
+
+# Field-wide acronyms an abstract defines in passing: never the paper's own contribution.
+_BACKGROUND_ACRONYMS = {"LLM", "LM", "RL", "ML", "AI", "NLP", "DNN", "CNN", "RNN", "GNN", "VLM", "MLLM", "RLHF", "FL",
+                        "SGD", "MDP", "KL", "GPU", "VQA", "QA", "MT", "ASR", "SE", "CV", "LVLM", "NN", "PDE", "MoE",
+                        "MOE", "OOD", "SOTA", "KV", "TTFT", "RAG", "MIA", "DP", "VRP", "PPO"}
+
+
+def _acronym_phrase(long: str, acr: str) -> str | None:
+    """The words of ``long`` that the acronym abbreviates (its letters, in order), or None."""
+    if acr.rstrip("s") in _BACKGROUND_ACRONYMS:
+        return None
+    words = long.split()
+    letters = "".join(c for c in acr.upper() if c.isalpha())
+    for start in range(len(words) - 1, -1, -1):  # the shortest run of words that spells it
+        cand = words[start:]
+        initials = "".join(re.sub(r"[^A-Za-z]", "", w)[:1].upper() for w in cand)
+        parts = [p for w in cand for p in re.split(r"[-–]", w) if p]
+        part_initials = "".join(p[0].upper() for p in parts if p[0].isalpha())
+        caps = "".join(c for w in cand for c in w if c.isupper())
+        if letters in (initials, part_initials, caps):
+            return " ".join(cand)
+    return None
+
+
+def _clean_candidate(c: str, max_words: int) -> str | None:
+    c = re.sub(r"[*]", "", c).strip(" .,;:")
+    words = c.split()
+    # "a simple yet general algorithm FedGMT" → "FedGMT": the name, not its generic description
+    if len(words) > 1 and re.fullmatch(r"[\w\-]+", words[-1]) and sum(ch.isupper() for ch in words[-1]) >= 2 \
+            and words[-2].islower():
+        return words[-1]
+    if not (1 <= len(words) <= max_words):
+        return None
+    if re.fullmatch(r"(it|this|that|these|those|how|whether|why|what|when|our|its|their)\b.*", c, re.I):
+        return None
+    if c.casefold() in _GENERIC or (len(words) <= 2 and words[-1].casefold() in _GENERIC and not
+                                    any(ch.isupper() for ch in c[1:])):
+        return None
+    return c[0].upper() + c[1:]
 
 
 def key_phrase(abstract: str, max_words: int = 8) -> str:
-    """The phrase a reader would use to name the paper: its named method or emphasised idea."""
+    """The phrase a reader would use to name the paper: its named method or emphasised idea.
+
+    Preference: a method the authors name ("we propose X (ACR)", "called X"), an emphasised phrase,
+    the object of "we propose/introduce/study", an acronym defined after the first sentence; else
+    the opening words of the abstract."""
     text = plain_text_keep_emphasis(abstract)
+    sentences = split_sentences(text)
     candidates: list[str] = []
-    m = _PROPOSE.search(text)
-    if m:
-        candidates.append(m.group(1))
-    e = _EMPHASIS.search(text)
-    if e:
-        candidates.append(e.group(1))
-    for c in candidates:
-        c = re.sub(r"[*]", "", c).strip(" .,;:")
-        words = c.split()
-        if 1 <= len(words) <= max_words and not re.fullmatch(r"(it|this|that|these|how|whether|why)\b.*", c, re.I):
-            return c[0].upper() + c[1:]
+    for sent in sentences:
+        m = _PROPOSE.search(sent)
+        if m:
+            a = _ACRONYM_DEF.search(sent[m.start(1):])
+            if a:
+                phrase = _acronym_phrase(a.group(1), a.group(2))
+                if phrase:
+                    candidates.append(f"{phrase} ({a.group(2)})")
+            c = _CALLED.search(sent)
+            if c:
+                candidates.append(c.group(1))
+    proposed = [m.group(1) for m in (_PROPOSE.search(s) for s in sentences) if m]
+    named = [c for c in proposed if re.search(r"\b[A-Z][a-z]*[A-Z][\w\-]*", c)]  # SyncMind, FedGMT, P2L
+    candidates += named
+    candidates += [e.group(1) for e in _EMPHASIS.finditer(text)][:1]
+    candidates += proposed
+    for sent in sentences[1:]:
+        for a in _ACRONYM_DEF.finditer(sent):
+            phrase = _acronym_phrase(a.group(1), a.group(2))
+            if phrase:
+                candidates.append(f"{phrase} ({a.group(2)})")
+    for cand in candidates:
+        cleaned = _clean_candidate(cand, max_words)
+        if cleaned:
+            return cleaned
     first = split_sentences(plain_text(abstract))
     if not first:
         return ""
