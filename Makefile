@@ -36,7 +36,15 @@ test: $(STAMP) ## run lint and the whole test suite
 bench-ingest: $(STAMP) ## ingest throughput vs the bare encoder on Cranfield → docs/benchmarks.md
 	$(BIN)/python -m bench.ingest_ratio
 
+bench-retrieval: $(STAMP) ## retrieval quality on Cranfield + NeurIPS known-item → docs/benchmarks.md
+	$(BIN)/python -m bench.retrieval
+
+bench-latency: $(STAMP) ## warm `ask` latency on the sample corpus → docs/benchmarks.md
+	$(BIN)/python -m bench.latency
+
+bench: bench-ingest bench-retrieval bench-latency ## every benchmark
+
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run browser test bench-ingest clean
+.PHONY: help install run browser test bench bench-ingest bench-retrieval bench-latency clean

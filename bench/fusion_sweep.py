@@ -17,6 +17,11 @@ from evals.beir import evaluate
 from rag.config import get_settings
 
 SYSTEMS = {
+    "prf3_replace": {"feedback_docs": 3, "feedback_blend": False},
+    "prf3_blend": {"feedback_docs": 3, "feedback_blend": True},
+    "prf3_agree_blend": {"feedback_docs": 3, "feedback_blend": True, "feedback_skip_agree": True},
+    "prf3_agree_replace": {"feedback_docs": 3, "feedback_blend": False, "feedback_skip_agree": True},
+    "prf5_blend": {"feedback_docs": 5, "feedback_blend": True},
     "bm25": {"mode": "bm25"},
     "dense": {"mode": "dense"},
     "rrf": {},

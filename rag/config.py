@@ -61,8 +61,12 @@ class RetrievalSettings(BaseModel):
     bm25_weight: float = Field(1.0, ge=0, le=10, description="weight of BM25 in rank fusion")
     dense_weight: float = Field(1.0, ge=0, le=10, description="weight of dense retrieval in rank fusion")
     rrf_k: int = Field(60, ge=1, le=1000, description="RRF constant")
-    feedback_docs: int = Field(0, ge=0, le=50, description="pseudo-relevance feedback papers (0 = off)")
+    # 3 feedback papers, blended with the first pass: +0.01 nDCG@10 on Cranfield and on a NeurIPS
+    # known-item set over plain RRF, where replacing the first pass won Cranfield but lost NeurIPS.
+    feedback_docs: int = Field(3, ge=0, le=50, description="pseudo-relevance feedback papers (0 = off)")
     feedback_dense: float = Field(0.5, ge=0, le=5, description="Rocchio weight of the feedback centroid")
+    feedback_blend: bool = Field(True, description="fuse first-pass and feedback rankings (else feedback replaces)")
+    feedback_skip_agree: bool = Field(False, description="skip feedback when BM25 and dense agree on the top paper")
 
 
 class LLMSettings(BaseModel):

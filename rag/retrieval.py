@@ -140,11 +140,14 @@ class Retriever:
         timings["dense_ms"] = (time.perf_counter() - t1) * 1000
 
         fused = self._fuse(bm25, dense)
+        if use_prf and self.cfg.feedback_skip_agree and bm25 and dense and bm25[0][0] == dense[0][0]:
+            use_prf = False  # both retrievers already agree on the answer: a pointed, known-item question
         if use_prf and fused and self.mode == "hybrid":
             t1 = time.perf_counter()
             top = sorted(fused, key=lambda p: -fused[p])[: self.cfg.feedback_docs]
             fb = self.store.papers(top)
-            bm25 = self.bm25_rank(self._expand_terms(q_terms, fb), n, allowed)
+            bm25_fb = self.bm25_rank(self._expand_terms(q_terms, fb), n, allowed)
+            dense_fb = dense
             if qvec is not None:
                 # Rocchio on the dense side: pull the query towards the feedback papers' best chunks.
                 chunk_of = {pid: text for pid, _, text in dense}
@@ -152,8 +155,19 @@ class Retriever:
                 if texts:
                     centroid = self.embedder.embed(texts).mean(axis=0)
                     q2 = qvec + self.cfg.feedback_dense * centroid
-                    dense = self.dense_rank(q2 / np.linalg.norm(q2), n, filters)
-            fused = self._fuse(bm25, dense)
+                    dense_fb = self.dense_rank(q2 / np.linalg.norm(q2), n, filters)
+            if self.cfg.feedback_blend:
+                # First-pass lists stay in the fusion: feedback adds recall without burying a paper
+                # both retrievers already put first (known-item questions).
+                fused = rrf([([p for p, _ in bm25], self.cfg.bm25_weight),
+                             ([p for p, _, _ in dense], self.cfg.dense_weight),
+                             ([p for p, _ in bm25_fb], self.cfg.bm25_weight),
+                             ([p for p, _, _ in dense_fb], self.cfg.dense_weight)], self.cfg.rrf_k)
+                bm25 = bm25 + [x for x in bm25_fb if x[0] not in dict(bm25)]
+                dense = dense + [x for x in dense_fb if x[0] not in {p for p, _, _ in dense}]
+            else:
+                bm25, dense = bm25_fb, dense_fb
+                fused = self._fuse(bm25, dense)
             timings["feedback_ms"] = (time.perf_counter() - t1) * 1000
 
         ranked = sorted(fused, key=lambda p: -fused[p])
