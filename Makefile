@@ -21,10 +21,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install paperchat with its dev tools
 
-run: $(STAMP) ## start paperchat on the bundled sample corpus
+run: $(STAMP) ## start paperchat on the bundled sample corpus (a chat in the terminal)
 	$(BIN)/paperchat ingest $(SAMPLE)
-	$(BIN)/paperchat stats
-	$(BIN)/paperchat papers
+	$(BIN)/paperchat chat
 
 browser: ## install Debian's chromium for the browser tests (needs root)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }

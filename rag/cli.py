@@ -120,6 +120,122 @@ def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def read_batch(path: Path) -> list[list[str]]:
+    """Conversations from a batch file: a text file (one question per line; # comments) or JSONL
+    (objects with ``question`` or ``turns``). Each becomes its own fresh conversation."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read the batch file: {e.strerror or e}", where=str(path)) from None
+    lines = [(i, line.strip()) for i, line in enumerate(text.splitlines(), start=1)]
+    lines = [(i, line) for i, line in lines if line and not line.startswith("#")]
+    jsonl = path.suffix.lower() in (".jsonl", ".ndjson") or bool(lines and lines[0][1].startswith("{"))
+    out: list[list[str]] = []
+    for i, line in lines:
+        if not jsonl:
+            out.append([line])
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise InputError(f"not JSON: {e}", where=f"{path}:{i}") from None
+        turns = obj.get("turns") if isinstance(obj, dict) else None
+        question = obj.get("question") if isinstance(obj, dict) else None
+        if isinstance(turns, list) and turns and all(isinstance(t, str) and t.strip() for t in turns):
+            out.append([t.strip() for t in turns])
+        elif isinstance(question, str) and question.strip():
+            out.append([question.strip()])
+        else:
+            raise InputError("expected an object with a 'question' string or a 'turns' list of strings",
+                             where=f"{path}:{i}")
+    if not out:
+        raise InputError("no questions in the batch file", where=str(path))
+    return out
+
+
+@command("ask")
+def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
+    if bool(args.questions) == bool(args.batch):
+        raise InputError("give the questions of one conversation, or --batch FILE (not both)")
+    conversations = read_batch(args.batch) if args.batch else [list(args.questions)]
+    year_from, year_to = parse_year_range(args.year)
+
+    from rag.answer import render_text
+    from rag.catalog import PaperQuery
+    from rag.chain import AnswerChain, Conversation, resolve_mode
+    from rag.runtime import Runtime
+
+    mode = resolve_mode(settings, args.mode)  # fails before any model is loaded
+    filters = PaperQuery(author=args.author, category=args.category, year_from=year_from, year_to=year_to,
+                         paper_ids=list(args.paper_id or []))
+    rt = Runtime(settings)
+    try:
+        chain = AnswerChain(rt)
+        first = True
+        for turns in conversations:
+            conv = Conversation(chain, k=args.k, filters=None if filters.is_empty() else filters, mode=mode)
+            for question in turns:
+                answer = conv.ask(question)
+                if args.json:
+                    _print_json(answer.to_dict())
+                    sys.stdout.flush()
+                    continue
+                print(("" if first else "\n") + render_text(answer), flush=True)
+                first = False
+                for w in answer.warnings:
+                    print(f"paperchat: warning: {w}", file=sys.stderr)
+    finally:
+        rt.close()
+    return 0
+
+
+SAMPLE_DIR = Path(__file__).resolve().parents[1] / "data" / "sample"
+
+
+@command("chat")
+def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str], str] = input) -> int:
+    """A read–answer loop over one conversation: blank line or Ctrl-D quits, /new starts over."""
+    from rag.answer import render_text
+    from rag.chain import AnswerChain, Conversation, resolve_mode
+    from rag.runtime import Runtime
+
+    mode = resolve_mode(settings, args.mode)
+    rt = Runtime(settings)
+    try:
+        if rt.store.count_chunks() == 0 and SAMPLE_DIR.is_dir():
+            print(f"The store is empty: ingesting the sample corpus from {SAMPLE_DIR} …", flush=True)
+            print(rt.ingestor().ingest(sorted(SAMPLE_DIR.glob("*.txt"))).summary())
+        papers = len(rt.store.paper_ids())
+        print(f"paperchat — {papers} papers, {mode} answers. Ask a question; /new starts over; an empty line quits.")
+        conv = Conversation(AnswerChain(rt), k=args.k, mode=mode)
+        while True:
+            try:
+                question = read("\n> ").strip()
+            except EOFError:
+                break
+            if not question:
+                break
+            if question == "/new":
+                conv.reset()
+                print("(new conversation)")
+                continue
+            try:
+                print(render_text(conv.ask(question), show_question=False), flush=True)
+            except PaperchatError as e:  # one bad question must not end the session
+                print(f"error: {e}")
+    finally:
+        rt.close()
+    return 0
+
+
+@command("serve")
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    """The web app (ui.app) over the current store; ingests the sample corpus when the store is empty."""
+    from ui.app import serve
+
+    return serve(settings, host=args.host, port=args.port)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paperchat", description="Chat-style question answering over paper abstracts.")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
@@ -144,6 +260,34 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--search", help="words that must appear in the title, label or abstract")
     pa.add_argument("--limit", type=int, default=100, help="at most this many papers")
     pa.add_argument("--json", action="store_true", help="print a JSON list")
+
+    ask = sub.add_parser("ask", help="answer questions from the papers, with verified citations")
+    ask.add_argument("questions", nargs="*", metavar="QUESTION",
+                     help="one or more questions: successive turns of one conversation")
+    ask.add_argument("--batch", type=Path, metavar="FILE",
+                     help="answer each line of a text file (or each question/turns of a JSONL file) as its own "
+                          "conversation, loading models once")
+    ask.add_argument("--k", type=int, help="papers retrieved per answer (default: retrieval.k)")
+    ask.add_argument("--mode", choices=["extractive", "llm"],
+                     help="extractive (no LLM) or llm (needs PAPERCHAT_LLM__BASE_URL); default: llm when configured")
+    ask.add_argument("--author", help="only papers by this author (name or last name; accents and case ignored)")
+    ask.add_argument("--category", help="only papers in this category, e.g. 'Reinforcement Learning'")
+    ask.add_argument("--year", help="only papers from YEAR or FROM-TO")
+    ask.add_argument("--paper-id", action="append", default=[], metavar="ID",
+                     help="only these papers (repeatable)")
+    ask.add_argument("--json", action="store_true", help="print one JSON object per turn, one per line")
+
+    chat = sub.add_parser("chat", help="an interactive conversation in the terminal (ingests the sample if empty)")
+    chat.add_argument("--k", type=int, help="papers retrieved per answer (default: retrieval.k)")
+    chat.add_argument("--mode", choices=["extractive", "llm"], help="answer mode (default: llm when configured)")
+
+    srv = sub.add_parser("serve", help="the web app on 127.0.0.1:7860 (ingests the sample corpus into an empty store)")
+    srv.add_argument("--host", help="bind address (default: ui.host, 127.0.0.1)")
+    srv.add_argument("--port", type=int, help="port (default: ui.port, 7860)")
+
+    from evals.cli import register
+
+    register(sub, COMMANDS)
     return p
 
 

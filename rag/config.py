@@ -43,6 +43,8 @@ class EmbeddingSettings(BaseModel):
     api_key: SecretStr | None = Field(None, description="API key for provider=openai (falls back to llm.api_key)")
     dimensions: int | None = Field(None, ge=1, le=8192, description="requested output size (OpenAI v3 models)")
     cache: bool = Field(True, description="cache embeddings by content hash so re-ingest never recomputes them")
+    query_threads: int = Field(1, ge=0, le=64, description="torch threads for small (query-time) embeds; 0 = torch "
+                               "default. One thread answers a single question ~20× faster when the CPU is shared")
 
 
 class ChunkSettings(BaseModel):
@@ -52,7 +54,8 @@ class ChunkSettings(BaseModel):
 
 class IngestSettings(BaseModel):
     batch_papers: int = Field(1024, ge=1, le=100_000,
-                              description="papers embedded and written per step (larger pads less, smaller resumes finer)")
+                              description="papers embedded and written per step (larger pads less, "
+                                          "smaller resumes finer)")
 
 
 class RetrievalSettings(BaseModel):
@@ -87,6 +90,8 @@ class UISettings(BaseModel):
     password: SecretStr | None = Field(None, description="optional basic-auth password")
     concurrency: int = Field(4, ge=1, le=64, description="answers computed at once")
     queue_size: int = Field(64, ge=1, le=10000, description="waiting requests before new ones are refused")
+    stream_delay_ms: int = Field(40, ge=0, le=2000,
+                                 description="pause between streamed pieces of an extractive answer (reading pace)")
 
 
 class LimitSettings(BaseModel):

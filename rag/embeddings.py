@@ -88,11 +88,13 @@ class SentenceTransformerEmbedder:
             raise ConfigError(f"cannot load embedding model {cfg.model!r} ({e.__class__.__name__}: {e}); "
                               "give a local path or a model already in the Hugging Face cache") from e
         self._batch = cfg.batch_size
+        self._query_threads = cfg.query_threads
         self._dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
                         else self._model.get_sentence_embedding_dimension())
         self._max = int(self._model.max_seq_length)
         self._ids_cache: dict[str, tuple[list[int], list[int]]] = {}
         self._tok_lock = threading.Lock()
+        self._threads_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -149,6 +151,21 @@ class SentenceTransformerEmbedder:
         return self._forward([x for x in ids if x is not None])
 
     def _forward(self, ids: list[tuple[list[int], list[int]]]) -> np.ndarray:
+        import torch
+
+        if not self._query_threads or len(ids) > 8:
+            return self._forward_batches(ids)
+        # A question or a handful of sentences: OpenMP's thread hand-off costs more than it saves,
+        # and under contention (a UI serving several users, another process) it costs ~0.5 s.
+        with self._threads_lock:
+            before = torch.get_num_threads()
+            torch.set_num_threads(self._query_threads)
+            try:
+                return self._forward_batches(ids)
+            finally:
+                torch.set_num_threads(before)
+
+    def _forward_batches(self, ids: list[tuple[list[int], list[int]]]) -> np.ndarray:
         """Exact-length batching: sort by token count so each batch pads to almost nothing."""
         import torch
 

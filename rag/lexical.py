@@ -31,6 +31,14 @@ _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.U)
 
 
 @lru_cache(maxsize=1)
+def _bm25s() -> Any:
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets DEBUG on import and logs every build
+    return bm25s
+
+
+@lru_cache(maxsize=1)
 def _stemmer() -> Any:
     import Stemmer
 
@@ -39,6 +47,7 @@ def _stemmer() -> Any:
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
+    _bm25s()
     from bm25s.stopwords import STOPWORDS_EN
 
     return frozenset(STOPWORDS_EN)
@@ -101,8 +110,7 @@ class LexicalIndex:
         return self.root / "manifest.json"
 
     def _load(self, state: tuple[int, int]) -> bool:
-        import bm25s
-
+        bm25s = _bm25s()
         try:
             manifest = json.loads(self._manifest().read_text())
         except (OSError, ValueError):
@@ -122,8 +130,7 @@ class LexicalIndex:
         self._pos = {p: i for i, p in enumerate(paper_ids)}
 
     def _build(self, papers: Iterable[dict[str, Any]], state: tuple[int, int]) -> None:
-        import bm25s
-
+        bm25s = _bm25s()
         rows = sorted(papers, key=lambda md: md["paper_id"])
         ids = [md["paper_id"] for md in rows]
         if not rows:

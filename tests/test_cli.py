@@ -46,3 +46,13 @@ def test_bad_paths_get_one_clear_line(paperchat_home: Path, tmp_path: Path) -> N
     assert "missing.bib" in out.stderr and "empty.txt" in out.stderr
     bad_map = run("ingest", "--map", "abstract", str(SAMPLE[0]))
     assert bad_map.returncode == 2 and "FIELD=COLUMN" in bad_map.stderr
+
+
+def test_chat_repl_ingests_the_sample_and_answers_a_follow_up(paperchat_home: Path) -> None:
+    out = subprocess.run(paperchat_cmd("chat"), input="What is the energy loss phenomenon in RLHF?\n"
+                         "What does it penalize?\n\n", capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "added 40" in out.stdout and "40 papers" in out.stdout
+    answers = out.stdout.split("> ")[1:]
+    assert len(answers) >= 2
+    assert "[1]" in answers[0] and "EPPO" in answers[1]

@@ -1,0 +1,106 @@
+"""The answer object every front end shares: the CLI prints it, the UI renders it, evals score it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Citation:
+    """A paper cited in an answer as ``[n]``."""
+
+    n: int
+    paper_id: str
+    title: str  # the title, else the display label
+    authors: list[str]
+    categories: list[str]
+    year: int | None
+    abstract: str
+    summary: str  # what the paper says about the question (1-2 sentences)
+    evidence: str  # the abstract sentence(s) that best support the cited statements
+    supported: bool  # the cited statements are backed by the abstract
+    url: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Answer:
+    """One turn's answer, with verified, renumbered citations.
+
+    ``to_dict()`` (one line per turn of ``paperchat ask --json``)::
+
+        question             str   the turn as asked
+        standalone_question  str   what retrieval used (follow-ups rewritten, filter phrases removed)
+        answer               str   text with [n] markers, or exactly CANNOT_ANSWER
+        answerable           bool  false for the cannot-answer reply
+        mode                 str   "extractive" | "llm"
+        filters              dict  applied filters: author, category, year_from, year_to, paper_ids
+        citations            list  in [n] order: n, paper_id, title (title or display label), authors,
+                                   categories, year, abstract, summary (1-2 sentences on the question),
+                                   evidence (supporting abstract sentence(s)), supported (bool), url
+        retrieved            list  {paper_id, score}, best first (score: fused retrieval score)
+        timings              dict  milliseconds per stage (condense_ms, retrieve_ms, retrieve_*_ms,
+                                   generate_ms, verify_ms) and total_ms
+        warnings             list  str: removed citations, unsupported statements, ignored filters…
+    """
+
+    question: str
+    standalone_question: str
+    answer: str
+    answerable: bool
+    mode: str  # "extractive" or "llm"
+    filters: dict[str, Any] = field(default_factory=dict)
+    citations: list[Citation] = field(default_factory=list)
+    retrieved: list[dict[str, Any]] = field(default_factory=list)  # [{paper_id, score}], best first
+    timings: dict[str, float] = field(default_factory=dict)  # ms per stage and total_ms
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON schema of ``paperchat ask --json`` (one object per turn)."""
+        return {
+            "question": self.question,
+            "standalone_question": self.standalone_question,
+            "answer": self.answer,
+            "answerable": self.answerable,
+            "mode": self.mode,
+            "filters": dict(self.filters),
+            "citations": [c.to_dict() for c in self.citations],
+            "retrieved": [{"paper_id": r["paper_id"], "score": round(float(r["score"]), 6)} for r in self.retrieved],
+            "timings": {k: round(float(v), 2) for k, v in self.timings.items()},
+            "warnings": list(self.warnings),
+        }
+
+    def to_json(self) -> str:
+        """One line of JSON (``to_dict`` serialised)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @property
+    def cited_ids(self) -> list[str]:
+        """Paper ids in citation order."""
+        return [c.paper_id for c in self.citations]
+
+
+def _authors_short(authors: list[str], n: int = 3) -> str:
+    return ", ".join(authors[:n]) + (" et al." if len(authors) > n else "")
+
+
+def render_text(answer: Answer, show_question: bool = True) -> str:
+    """The answer for a terminal: question, answer, then numbered references with authors and category."""
+    lines = [f"Q: {answer.question}"] if show_question else []
+    if answer.filters:
+        lines.append("   filters: " + ", ".join(f"{k}={v}" for k, v in answer.filters.items()))
+    lines += ["", answer.answer]
+    if answer.citations:
+        lines += ["", "References:"]
+        for c in answer.citations:
+            meta = " · ".join(x for x in (_authors_short(c.authors), "; ".join(c.categories),
+                                              str(c.year or "")) if x)
+            flag = "" if c.supported else "  (support unclear)"
+            lines.append(f"  [{c.n}] {c.title}{flag}")
+            if meta:
+                lines.append(f"      {meta}")
+    return "\n".join(lines)

@@ -1,0 +1,331 @@
+"""The offline generator: a cited synthesis from the most question-relevant abstract sentences, no LLM.
+
+Sentences are scored against the question (embedding cosine + idf-weighted term overlap, see
+``evidence``). A paper is cited only when its evidence is strong on its own and close to the best
+paper's; the answer is 2-4 of the best non-redundant sentences (grouped by paper, "we" turned into
+the authors' names), then one line per cited paper on what it contributes. When no paper's evidence
+is strong enough the reply is the fixed cannot-answer sentence.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag.generate import Generation, GenerationInput, Mode
+from rag.generate.evidence import (
+    EvidenceIndex,
+    PaperEvidence,
+    QuestionScorer,
+    SentenceScore,
+    entities,
+    outside_math,
+    term_in,
+)
+from rag.prompts import CANNOT_ANSWER
+from rag.retrieval import PaperHit
+
+log = logging.getLogger(__name__)
+
+_CONTRIBUTION = re.compile(r"\b(?:we|this (?:paper|work|study))\s+(?:\w+ly\s+|also\s+|further\s+|then\s+|first\s+)?"
+                           r"(?:propose|introduce|present|develop|design|show|demonstrate|prove|find|identify|"
+                           r"establish|derive|achieve|build|construct|release|provide)|\b(?:achiev|outperform|"
+                           r"improv|reduc|surpass)\w*", re.I)
+_RELEASE = re.compile(r"https?://|\b(?:code|implementation|data(?:set)?s?|models?)\b[^.]{0,60}\b(?:available|released?|"
+                      r"public(?:ly)?)\b", re.I)
+_BACKGROUND = re.compile(r"^(?:however|despite|although|while|recent(?:ly)?|existing|current(?:ly)?|traditional(?:ly)?|"
+                         r"prior|previous|most|many|conventional)\b", re.I)
+_MAIN = re.compile(r"\b(?:we|this (?:paper|work|study))\s+(?:\w+ly\s+|also\s+|first\s+)?(?:propose|introduce|present|"
+                   r"develop|design)", re.I)
+_SUBJECT = re.compile(r"^(?:(?:in|with) this (?:paper|work|study|article),?\s+|here,?\s+|to this end,?\s+)?we\s+", re.I)
+_THIS_WORK = re.compile(r"^this (paper|work|study|article)\b", re.I)
+_ADVERB = re.compile(r"^((?:\w+ly|also|further|then|first|next|finally|here)\s+)?([a-z]+)\b(.*)$", re.S)
+_TERMINAL = re.compile(r"([.!?]+)([\"\u201d')\]]*)\s*$")
+
+
+@dataclass(frozen=True)
+class _Pick:
+    paper: int
+    sentence: int
+    score: float
+
+
+def short_authors(authors: list[str]) -> str:
+    """"Miao et al." / "Cheng and Amiri" / "Rudin" — how an answer names a paper's authors."""
+    last = [a.split()[-1] for a in authors if a.split()]
+    if not last:
+        return ""
+    if len(last) == 1:
+        return last[0]
+    if len(last) == 2:
+        return f"{last[0]} and {last[1]}"
+    return f"{last[0]} et al."
+
+
+def _third_person(verb: str) -> str:
+    if re.search(r"(s|sh|ch|x|z|o)$", verb):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", verb):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _pronouns(text: str) -> str:
+    """First person plural → third person, outside math."""
+    table = {"we": "they", "our": "their", "ours": "theirs", "us": "them", "ourselves": "themselves"}
+
+    def swap(m: re.Match[str]) -> str:
+        w = m.group(0)
+        out = table[w.lower()]
+        return out.capitalize() if w[0].isupper() else out
+
+    return outside_math(text, lambda s: re.sub(r"\b(?:we|our|ours|us|ourselves)\b", swap, s, flags=re.I))
+
+
+def attribute(sentence: str, authors: list[str], first: bool) -> str:
+    """Re-word an abstract sentence for an answer: "We propose…" → "Miao et al. propose…".
+
+    ``first``: the authors are not named yet in this part of the answer, so the sentence's first "we"
+    (or "this work", or a leading "Our") names them; every other first person becomes "they"."""
+    who = short_authors(authors)
+    if first and who:
+        m = _SUBJECT.match(sentence)
+        if m:
+            rest = sentence[m.end():]
+            if len(authors) == 1:  # "We propose" → "Rudin proposes"
+                vm = _ADVERB.match(rest)
+                if vm and vm.group(2) not in ("can", "may", "will", "must", "should", "could", "would"):
+                    rest = (vm.group(1) or "") + _third_person(vm.group(2)) + vm.group(3)
+            sentence = f"{who} {rest}"
+        elif _THIS_WORK.match(sentence):
+            sentence = _THIS_WORK.sub(lambda m: f"The {m.group(1).lower()} by {who}", sentence, count=1)
+        elif len(authors) > 1 and re.match(r"Our\s", sentence):
+            sentence = f"{who}'s {sentence[4:]}"
+        elif len(authors) > 1:  # "To address this, we offer…" → "…, Zhao and Zhang offer…"
+            done = [False]
+
+            def name_first(part: str) -> str:
+                if done[0]:
+                    return part
+                new = re.sub(r"\bwe\b", who, part, count=1)
+                done[0] = new != part
+                return new
+
+            sentence = outside_math(sentence, name_first)
+    return _pronouns(sentence)
+
+
+def cite(sentence: str, n: int) -> str:
+    """Put ``[n]`` before the sentence's final punctuation."""
+    sentence = sentence.strip()
+    m = _TERMINAL.search(sentence)
+    if m and m.start() > 0:
+        return f"{sentence[:m.start()]} [{n}]{m.group(1)}{m.group(2)}"
+    return f"{sentence} [{n}]."
+
+
+def _finish(sentence: str) -> str:
+    sentence = sentence.strip()
+    return sentence if _TERMINAL.search(sentence) else sentence + "."
+
+
+def _display_label(hit: PaperHit) -> str:
+    return str(hit.paper.get("title") or hit.paper.get("label") or hit.paper_id)
+
+
+class ExtractiveGenerator:
+    """Answers from abstract sentences only; see the module docstring."""
+
+    mode: Mode = "extractive"
+    ANSWERABLE = 0.9  # best paper's support (topic coverage + best-sentence cosine) needed to answer
+    ANSWERABLE_FILTERED = 0.5  # lower when the user already narrowed the papers down (author, category…)
+    SECONDARY = 0.9  # support another paper needs to be cited too…
+    RELATIVE = 0.6  # …and at least this share of the best paper's support
+    TOP_FLOOR = 0.6  # the top-ranked paper is cited with less, as is a paper holding a rare name the question uses
+    RARE = 2.5  # idf from which a named thing is rare (in a few papers only)
+    MISSING_NAME = 0.2  # extra support needed when a name in the question appears in no candidate paper
+    MAX_SENTENCES = 4
+    REDUNDANT = 0.9  # cosine above which two sentences say the same thing
+    MIN_WORDS = 6
+
+    def __init__(self, evidence: EvidenceIndex) -> None:
+        self.evidence = evidence
+
+    # ---- interface -----------------------------------------------------------------------------
+    def generate(self, inp: GenerationInput) -> Generation:
+        return self._compose(inp)[1]
+
+    def stream(self, inp: GenerationInput) -> Iterator[str | Generation]:
+        pieces, gen = self._compose(inp)
+        yield from pieces
+        yield gen
+
+    # ---- composition ---------------------------------------------------------------------------
+    def _compose(self, inp: GenerationInput) -> tuple[list[str], Generation]:
+        hits = list(inp.hits)
+        if not hits:
+            return [CANNOT_ANSWER], Generation(CANNOT_ANSWER, [], answerable=False)
+        evs = self.evidence.papers([h.paper for h in hits])
+        if inp.listing:
+            return self._listing(inp, hits, evs)
+        scorer = QuestionScorer(self.evidence, inp.question, inp.vector)
+        rows = scorer.sentences(evs)
+        support = [scorer.lexical(ev.all_terms) + max((s.cosine for s in row), default=0.0)
+                   for ev, row in zip(evs, rows)]
+        best = max(support)
+        floor = self.ANSWERABLE_FILTERED if inp.filtered else self.ANSWERABLE
+        named = entities(inp.focus or inp.question)
+        anchored = self._anchored(named, evs)
+        if any(not any(all(term_in(t, ev.all_terms) for t in e) for ev in evs) for e in named):
+            floor += self.MISSING_NAME  # the question names something (AlphaFold, BLEU) no candidate mentions
+        log.debug("extractive support %s (floor %.2f, anchored %s)", [round(s, 2) for s in support], floor, anchored)
+        if best < floor and not (anchored and best >= self.TOP_FLOOR):
+            return [CANNOT_ANSWER], Generation(CANNOT_ANSWER, [], answerable=False)
+        ranking = support
+        if inp.focus and inp.focus != inp.question:
+            # A follow-up: the expanded question finds the papers, the follow-up's own words pick what to say.
+            focus = QuestionScorer(self.evidence, inp.focus)
+            frows = focus.sentences(evs)
+            rows = [[SentenceScore(a.paper_index, a.sentence, (a.score + b.score) / 2, (a.cosine + b.cosine) / 2,
+                                   (a.lexical + b.lexical) / 2) for a, b in zip(r, fr)] for r, fr in zip(rows, frows)]
+            ranking = [(s + focus.lexical(ev.all_terms) + max((x.cosine for x in fr), default=0.0)) / 2
+                       for s, ev, fr in zip(support, evs, frows)]
+        top = max(ranking)
+        # Cited: papers with strong evidence of their own, close enough to the best paper's; and the
+        # top-ranked paper whenever its evidence is fair (retrieval already judged it best overall).
+        second = min(floor, self.SECONDARY)
+        cited = [i for i, s in enumerate(ranking)
+                 if (s >= second and s >= self.RELATIVE * top) or (i == 0 and support[0] >= self.TOP_FLOOR)
+                 or (i in anchored and support[i] >= self.TOP_FLOOR)]
+        if inp.restrict_to is not None:
+            cited = [i for i in cited if i == 0 or hits[i].paper_id in inp.restrict_to]
+        picks = self._pick_sentences(cited, evs, rows)
+        order = [i for i in cited if any(p.paper == i for p in picks)]
+        return self._render(hits, evs, rows, order, picks)
+
+    def _anchored(self, named: list[frozenset[str]], evs: list[PaperEvidence]) -> set[int]:
+        """Papers holding a rare thing the question names ("Compare EVO and MICE"), provided every named
+        thing is found among the papers; empty otherwise."""
+        if not named:
+            return set()
+        idf = self.evidence.idf({t for e in named for t in e})
+        if not all(any(all(term_in(t, ev.all_terms) for t in e) for ev in evs) for e in named):
+            return set()
+        rare = [e for e in named if max(idf[t] for t in e) >= self.RARE]
+        return {i for i, ev in enumerate(evs) for e in rare if all(term_in(t, ev.all_terms) for t in e)}
+
+    @staticmethod
+    def _prior(ev: PaperEvidence, i: int) -> float:
+        """Findings beat background: a contribution or a number scores a little more; an opening or
+        "existing work…" sentence that only sets the scene, or a code-availability note, less."""
+        text = ev.sentences[i]
+        if _RELEASE.search(text):
+            return -0.2
+        if _CONTRIBUTION.search(text) or re.search(r"\d", text):
+            return 0.05
+        if i == 0 or _BACKGROUND.match(text):
+            return -0.1
+        return 0.0
+
+    def _usable(self, ev: PaperEvidence, i: int) -> bool:
+        return len(ev.sentences[i].split()) >= self.MIN_WORDS
+
+    def _pick_sentences(self, cited: list[int], evs: list[PaperEvidence],
+                        rows: list[list[SentenceScore]]) -> list[_Pick]:
+        picks: list[_Pick] = []
+
+        def redundant(pi: int, si: int) -> bool:
+            v = evs[pi].vectors[si]
+            return any(float(np.dot(v, evs[p.paper].vectors[p.sentence])) > self.REDUNDANT for p in picks)
+
+        ranked = {i: sorted((s for s in rows[i] if self._usable(evs[i], s.sentence) or len(rows[i]) == 1),
+                            key=lambda s: -(s.score + self._prior(evs[i], s.sentence))) for i in cited}
+        for i in cited:  # the best sentence of every cited paper first
+            if len(picks) >= self.MAX_SENTENCES:
+                break
+            for s in ranked[i]:
+                if not redundant(i, s.sentence):
+                    picks.append(_Pick(i, s.sentence, s.score))
+                    break
+        # Then more from the strongest papers while they stay close to that paper's best sentence.
+        extra = sorted((s for i in cited for s in ranked[i][1:3]),
+                       key=lambda s: -(s.score + self._prior(evs[s.paper_index], s.sentence)))
+        limit = 3 if len(cited) == 1 else self.MAX_SENTENCES
+        for s in extra:
+            if len(picks) >= limit:
+                break
+            top = ranked[s.paper_index][0].score if ranked[s.paper_index] else 0.0
+            close = len(picks) < 2 or s.score >= 0.75 * top
+            new = not any(p.paper == s.paper_index and p.sentence == s.sentence for p in picks)
+            if close and new and not redundant(s.paper_index, s.sentence):
+                picks.append(_Pick(s.paper_index, s.sentence, s.score))
+        return picks
+
+    def _contribution(self, ev: PaperEvidence, row: list[SentenceScore], used: set[int]) -> tuple[list[int], str]:
+        """The sentence(s) saying what the paper contributes, preferring ones not already in the synthesis."""
+        cands = [s for s in row if s.sentence not in used and self._usable(ev, s.sentence)]
+        if not cands:
+            return [], ""
+        best = max(cands, key=lambda s: s.score + (0.2 if _CONTRIBUTION.search(ev.sentences[s.sentence]) else 0.0))
+        idx = [best.sentence]
+        nxt = best.sentence + 1
+        if len(ev.sentences[best.sentence].split()) < 14 and nxt < len(ev.sentences) and nxt not in used:
+            idx.append(nxt)
+        return idx, " ".join(ev.sentences[i] for i in idx)
+
+    def _main(self, ev: PaperEvidence) -> tuple[list[int], str]:
+        """What a paper is about, question aside: its "we propose…" sentence, else its first finding."""
+        for pattern in (_MAIN, _CONTRIBUTION):
+            for i, text in enumerate(ev.sentences):
+                if pattern.search(text) and self._usable(ev, i) and not _RELEASE.search(text):
+                    return [i], text
+        return ([0], ev.sentences[0]) if ev.sentences else ([], "")
+
+    def _render(self, hits: list[PaperHit], evs: list[PaperEvidence], rows: list[list[SentenceScore]],
+                order: list[int], picks: list[_Pick]) -> tuple[list[str], Generation]:
+        pieces: list[str] = []
+        sources = [hits[i] for i in order]
+        summaries: dict[int, str] = {}
+        for n, i in enumerate(order, start=1):
+            authors = list(hits[i].paper.get("authors") or [])
+            mine = sorted((p for p in picks if p.paper == i), key=lambda p: p.sentence)
+            named = False
+            for p in mine:
+                statement = _finish(attribute(evs[i].sentences[p.sentence], authors, first=not named))
+                named = named or short_authors(authors) in statement
+                self.evidence.remember(statement, evs[i].vectors[p.sentence])
+                pieces.append(("" if not pieces else " ") + cite(statement, n))
+        for n, i in enumerate(order, start=1):
+            used = {p.sentence for p in picks if p.paper == i}
+            idx, text = self._contribution(evs[i], rows[i], used)
+            summary = _finish(attribute(text, [], first=False)) if text else ""
+            if summary:
+                vec = evs[i].vectors[idx].mean(axis=0)
+                self.evidence.remember(summary, vec / max(float(np.linalg.norm(vec)), 1e-9))
+            summaries[n] = summary or _finish(evs[i].sentences[next(p.sentence for p in picks if p.paper == i)])
+            line = f"[{n}] {_display_label(hits[i])}" + (f" \u2014 {summary}" if summary else "")
+            pieces.append(("\n\n" if n == 1 else "\n") + line)
+        return pieces, Generation("".join(pieces), sources, summaries, answerable=True)
+
+    def _listing(self, inp: GenerationInput, hits: list[PaperHit],
+                 evs: list[PaperEvidence]) -> tuple[list[str], Generation]:
+        """"Which papers by X?" — one line per matching paper with what it contributes."""
+        total = inp.total_matches if inp.total_matches is not None else len(hits)
+        what = f" ({inp.filter_text})" if inp.filter_text else ""
+        head = (f"{total} paper{'s' if total != 1 else ''} match{'es' if total == 1 else ''}{what}"
+                + (f"; the {len(hits)} most relevant:" if total > len(hits) else ":"))
+        pieces = [head]
+        summaries: dict[int, str] = {}
+        for n, (hit, ev) in enumerate(zip(hits, evs), start=1):
+            idx, text = self._main(ev)
+            summary = _finish(attribute(text, list(hit.paper.get("authors") or []), first=True)) if text else ""
+            if summary:
+                vec = ev.vectors[idx].mean(axis=0)
+                self.evidence.remember(summary, vec / max(float(np.linalg.norm(vec)), 1e-9))
+            summaries[n] = summary
+            pieces.append(f"\n[{n}] {_display_label(hit)}" + (f" \u2014 {summary}" if summary else ""))
+        return pieces, Generation("".join(pieces), hits, summaries, answerable=True)

@@ -1,0 +1,321 @@
+"""Filters a question names: authors, categories and years ("papers by Zico Kolter", "Deep RL papers",
+"since 2020"), resolved against what the store actually holds.
+
+Conservative on purpose: a wrong filter silently hides the right paper. Authors match only names
+present in the store (a bare surname only with a cue such as "by", "'s" or "et al."); a category only
+when the phrase clearly names it ("X papers", "in the X category", "listed under X"), never a bare
+topic word; years only when the collection has years at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from rag.catalog import PaperQuery
+from rag.lexical import analyze
+from rag.store import ChromaStore
+
+log = logging.getLogger(__name__)
+
+_TOKEN = re.compile(r"[^\W_]+", re.U)
+_CUE_AFTER = frozenset(analyze("paper papers work works research article articles study studies publication "
+                               "publications category categories area field track section"))
+_FILLER = frozenset(analyze("application applications related"))
+_CUE_BEFORE = re.compile(r"(?:\b(?:filed|listed|classified|categori[sz]ed|tagged|grouped|sorted|falls?|appears?)\s+"
+                         r"(?:under|in|into|as)|\bpapers?\s+(?:are\s+|were\s+)?(?:in|under)|\bcategor(?:y|ies)"
+                         r"(?:\s+(?:of|called|named))?)\s+(?:the\s+)?$", re.I)
+_AUTHOR_AFTER = re.compile(r"^(?:\s*['\u2019]s\b|\s+et\.?\s+al\b|\s+and\s+(?:colleagues|co-?authors|collaborators|"
+                           r"coworkers|co-workers|team)\b|\s+(?:group|lab|team|paper|papers|work)\b)", re.I)
+_AUTHOR_BEFORE = re.compile(r"\b(?:by|from)\s+$", re.I)
+_AUTHOR_LIST = re.compile(r"^\s*(?:,|,?\s*and|,?\s*or|&)\s*$", re.I)
+_STRIP_AFTER_NAME = re.compile(r"^(?:\s*['\u2019]s)?(?:\s+et\.?\s+al\.?|\s+and\s+(?:colleagues|co-?authors|"
+                               r"collaborators|coworkers|co-workers)|\s+(?:group|lab|team))?", re.I)
+_YEAR = r"((?:19|20)\d\d)"
+_YEAR_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(rf"\b(?:between|from)\s+{_YEAR}\s+(?:and|to|until|through)\s+{_YEAR}\b", re.I), "range"),
+    (re.compile(rf"\b{_YEAR}\s*[-\u2013]\s*{_YEAR}\b"), "range"),
+    (re.compile(rf"\b(?:since|from)\s+{_YEAR}\s+(?:on|onwards?|and\s+later)\b", re.I), "from"),
+    (re.compile(rf"\bsince\s+{_YEAR}\b", re.I), "from"),
+    (re.compile(rf"\bafter\s+{_YEAR}\b", re.I), "after"),
+    (re.compile(rf"\bbefore\s+{_YEAR}\b", re.I), "before"),
+    (re.compile(rf"\b(?:until|up\s+to|through)\s+{_YEAR}\b", re.I), "to"),
+    (re.compile(rf"\b(?:from|in|of|published\s+in|during)\s+{_YEAR}\b", re.I), "exact"),
+    (re.compile(rf"\b{_YEAR}\s+(?=papers?\b|work\b|publications?\b|articles?\b)", re.I), "exact"),
+]
+
+
+def fold(text: str) -> str:
+    """Accent-free, case-folded text (same length rules as rag.ingest.name_key, without the spacing)."""
+    s = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in s if not unicodedata.combining(c)).casefold()
+
+
+def _name_tokens(name: str) -> tuple[str, ...]:
+    return tuple(_TOKEN.findall(fold(name)))
+
+
+def _cat_tokens(name: str) -> tuple[str, ...]:
+    out = []
+    for tok in _TOKEN.findall(fold(name)):
+        if tok == "and":
+            continue
+        stems = analyze(tok)
+        out.append(stems[0] if stems else tok)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class FilterCatalog:
+    """What the store holds that a question can name."""
+
+    authors: dict[tuple[str, ...], str] = field(default_factory=dict)  # name tokens → display name
+    surnames: dict[str, str] = field(default_factory=dict)  # folded surname → display surname
+    author_papers: dict[str, frozenset[str]] = field(default_factory=dict)  # display name → paper ids
+    categories: dict[tuple[str, ...], str] = field(default_factory=dict)  # stemmed tokens → display
+    category_papers: dict[str, frozenset[str]] = field(default_factory=dict)
+    has_years: bool = False
+
+    def papers_by(self, name: str) -> frozenset[str]:
+        """Paper ids of a full author name, or of every author with that surname."""
+        if name in self.author_papers:
+            return self.author_papers[name]
+        toks = _name_tokens(name)
+        return frozenset(p for full, ps in self.author_papers.items() if _name_tokens(full)[-1:] == toks for p in ps)
+
+    @staticmethod
+    def build(papers: list[dict[str, Any]]) -> FilterCatalog:
+        authors: dict[tuple[str, ...], str] = {}
+        surnames: dict[str, str] = {}
+        a_papers: dict[str, set[str]] = {}
+        cats: dict[tuple[str, ...], str] = {}
+        c_papers: dict[str, set[str]] = {}
+        has_years = False
+        for md in papers:
+            pid = md["paper_id"]
+            has_years = has_years or bool(md.get("year"))
+            for a in md.get("authors") or []:
+                toks = _name_tokens(a)
+                if not toks:
+                    continue
+                authors.setdefault(toks, a)
+                a_papers.setdefault(authors[toks], set()).add(pid)
+                if len(toks) > 1 and len(toks[-1]) > 1:
+                    surnames.setdefault(toks[-1], a.split()[-1] if a.split() else toks[-1])
+            for c in md.get("categories") or []:
+                toks = _cat_tokens(c)
+                if toks:
+                    cats.setdefault(toks, c)
+                    c_papers.setdefault(cats[toks], set()).add(pid)
+        return FilterCatalog(authors, surnames, {k: frozenset(v) for k, v in a_papers.items()}, cats,
+                             {k: frozenset(v) for k, v in c_papers.items()}, has_years)
+
+
+_CACHE: dict[tuple[str, str], tuple[int, int, FilterCatalog]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def catalog_for(store: ChromaStore) -> FilterCatalog:
+    """The store's catalog, rebuilt only when the store's generation or size changes."""
+    key = (store.location, store.settings.store.collection)
+    state = (store.generation, store.count_chunks())
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit and (hit[0], hit[1]) == state:
+            return hit[2]
+    cat = FilterCatalog.build(store.papers())
+    with _CACHE_LOCK:
+        _CACHE[key] = (state[0], state[1], cat)
+    return cat
+
+
+@dataclass
+class ParsedQuestion:
+    """Filters found in a question, the question without them, and notes for the user."""
+
+    filters: PaperQuery
+    cleaned: str
+    notes: list[str] = field(default_factory=list)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    """(folded token, start, end) of each word; offsets index the original text (NFKD keeps them aligned
+    only per character, so fold each match separately)."""
+    return [(fold(m.group(0)), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def _find_authors(question: str, toks: list[tuple[str, int, int]], cat: FilterCatalog,
+                  taken: list[tuple[int, int]]) -> list[tuple[str, int, int]]:
+    found: list[tuple[str, int, int]] = []
+    words = [t for t, _, _ in toks]
+    by_first: dict[str, list[tuple[str, ...]]] = {}
+    for name in cat.authors:
+        if len(name) > 1:
+            by_first.setdefault(name[0], []).append(name)
+    i = 0
+    while i < len(toks):
+        best = None
+        for name in sorted(by_first.get(words[i], []), key=len, reverse=True):
+            if tuple(words[i:i + len(name)]) == name:
+                best = name
+                break
+        if best:
+            found.append((cat.authors[best], toks[i][1], toks[i + len(best) - 1][2]))
+            i += len(best)
+            continue
+        word, start, end = toks[i]
+        surname = cat.surnames.get(word)
+        cued = bool(_AUTHOR_AFTER.match(question[end:]) or _AUTHOR_BEFORE.search(question[:start])
+                    or (found and _AUTHOR_LIST.match(question[found[-1][2]:start])))
+        if surname and cued and question[start:start + 1].isupper() and not any(s <= start < e for s, e in taken):
+            found.append((surname, start, end))
+        i += 1
+    return found
+
+
+def _find_categories(question: str, toks: list[tuple[str, int, int]], cat: FilterCatalog) -> list[tuple[str, int, int]]:
+    stems = []
+    for word, s, e in toks:
+        if word == "and":
+            continue
+        a = analyze(word)
+        stems.append((a[0] if a else word, s, e))
+    words = [w for w, _, _ in stems]
+    occ: list[tuple[str, int, int, int, int]] = []  # name, first tok, last tok (excl), start, end
+    for key, name in cat.categories.items():
+        n = len(key)
+        for i in range(len(words) - n + 1):
+            if tuple(words[i:i + n]) == key:
+                occ.append((name, i, i + n, stems[i][1], stems[i + n - 1][2]))
+    if not occ:
+        return []
+    occ.sort(key=lambda o: (o[1], -(o[2] - o[1])))
+    cued: list[tuple[str, int, int]] = []
+    # Chains of adjacent category phrases ("computer vision applications") share one cue.
+    i = 0
+    while i < len(occ):
+        chain = [occ[i]]
+        j = i + 1
+        while j < len(occ) and occ[j][1] <= chain[-1][2] and not re.search(r"[?.!;:]",
+                                                                             question[chain[-1][4]:occ[j][3]]):
+            chain.append(occ[j])
+            j += 1
+        end_tok = max(o[2] for o in chain)
+        k = end_tok
+        while k < len(words) and k - end_tok < 2 and words[k] in _FILLER:
+            k += 1
+        after = k < len(words) and words[k] in _CUE_AFTER and not re.search(
+            r"[?.!;:]", question[chain[-1][4]:stems[k][1]])
+        before = _CUE_BEFORE.search(question[:chain[0][3]])
+        if after or before:
+            # The cue words go with the phrase ("in the Deep RL category" → ""), except "papers": it still
+            # says what is asked for.
+            start = before.start() if before and not before.group(0).lower().startswith("paper") else chain[0][3]
+            end = stems[k][2] if after and words[k] != "paper" else max(o[4] for o in chain)
+            cued.extend((o[0], start, end) for o in chain)
+        i = j
+    return cued
+
+
+def _find_years(question: str) -> tuple[int | None, int | None, list[tuple[int, int]], str]:
+    for pat, kind in _YEAR_PATTERNS:
+        m = pat.search(question)
+        if not m:
+            continue
+        y = [int(g) for g in m.groups() if g]
+        if kind == "range":
+            lo, hi = min(y), max(y)
+        elif kind == "from":
+            lo, hi = y[0], None
+        elif kind == "after":
+            lo, hi = y[0] + 1, None
+        elif kind == "before":
+            lo, hi = None, y[0] - 1
+        elif kind == "to":
+            lo, hi = None, y[0]
+        else:
+            lo = hi = y[0]
+        return lo, hi, [(m.start(), m.end())], m.group(0).strip()
+    return None, None, [], ""
+
+
+def _remove(question: str, spans: list[tuple[int, int]]) -> str:
+    out, last = [], 0
+    for s, e in sorted(spans):
+        if s < last:
+            continue
+        out.append(question[last:s])
+        last = e
+    out.append(question[last:])
+    text = "".join(out)
+    text = re.sub(r"\b(?:by|from)(?:\s*(?:and|or|&|,)\b)*\s*(?=[?.!,;:]|$)", "", text, flags=re.I)
+    text = re.sub(r"\s+([?.!,;:])", r"\1", text)
+    return re.sub(r"\s+", " ", text).strip(" ,;")
+
+
+def parse_question(question: str, cat: FilterCatalog) -> ParsedQuestion:
+    """Find the filters a question names; return them with the question minus those phrases."""
+    toks = _tokens(question)
+    notes: list[str] = []
+    spans: list[tuple[int, int]] = []
+    q = PaperQuery()
+
+    cats = _find_categories(question, toks, cat)
+    if cats:
+        names = list(dict.fromkeys(c for c, _, _ in cats))
+        sets = {n: cat.category_papers.get(n, frozenset()) for n in names}
+        # Nested categories ("Computer Vision" within "Applications"): the most specific one satisfies both.
+        inner = [n for n in names if all(sets[n] <= sets[m] for m in names)]
+        if inner:
+            q.category = min(inner, key=lambda n: len(sets[n]))
+            spans.extend((s, e) for _, s, e in cats)
+        else:
+            notes.append(f"the question names several categories ({', '.join(names)}); none applied as a filter")
+    taken = list(spans)
+    authors = _find_authors(question, toks, cat, taken)
+    if authors:
+        names = list(dict.fromkeys(a for a, _, _ in authors))
+        if len(names) == 1:
+            q.author = names[0]
+        else:
+            q.paper_ids = sorted(set().union(*(cat.papers_by(n) for n in names)))
+            notes.append(f"papers by any of: {', '.join(names)}")
+        for _, s, e in authors:
+            m = _STRIP_AFTER_NAME.match(question[e:])
+            b = _AUTHOR_BEFORE.search(question[:s])
+            spans.append((b.start() if b else s, e + (m.end() if m else 0)))
+    lo, hi, yspans, phrase = _find_years(question)
+    if phrase:
+        if cat.has_years:
+            q.year_from, q.year_to = lo, hi
+            spans.extend(yspans)
+        else:
+            notes.append(f"no paper in this collection has a year, so '{phrase}' was not applied as a filter")
+    cleaned = _remove(question, spans) if spans else question
+    return ParsedQuestion(q, cleaned or question, notes, spans)
+
+
+def merge_filters(parsed: PaperQuery, explicit: PaperQuery | None) -> PaperQuery:
+    """Explicit filters (CLI, API, UI) win field by field over those parsed from the question."""
+    if explicit is None or explicit.is_empty():
+        return parsed
+    out = replace(parsed)
+    for name in ("author", "category", "year_from", "year_to"):
+        value = getattr(explicit, name)
+        if value:
+            setattr(out, name, value)
+    if explicit.paper_ids:
+        out.paper_ids = list(explicit.paper_ids)
+    return out
+
+
+def filters_dict(q: PaperQuery) -> dict[str, Any]:
+    """The filters as the answer reports them (only the set ones)."""
+    d = q.as_dict()
+    d.pop("text", None)
+    return d

@@ -1,0 +1,168 @@
+"""Citation checks: every ``[n]`` must name a source, every cited statement is scored against its abstract.
+
+Invalid markers (``[9]`` with five sources) are removed and reported. Each statement carrying a marker
+is scored against the cited abstract: idf-weighted share of the statement's terms found in the
+abstract, and embedding cosine with the abstract's best-matching sentence (which becomes the
+citation's ``evidence``). Only papers cited in the final text become citations, renumbered 1..m in
+order of first appearance.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+
+from rag.answer import Citation
+from rag.generate import Generation
+from rag.generate.evidence import EvidenceIndex, content_terms, term_in
+from rag.prompts import CANNOT_ANSWER, is_cannot_answer
+from rag.text import split_sentences
+
+log = logging.getLogger(__name__)
+
+MARKER = re.compile(r"([ \t]?)\[(\d+(?:\s*(?:,|;|-|\u2013)\s*\d+)*)\]")
+_REFERENCE_LINE = re.compile(r"^\s*\[(\d+)\]\s")
+SUPPORTED = 0.5  # support score (mean of term share and best-sentence cosine) a statement needs
+
+
+@dataclass
+class Verified:
+    """The checked answer: cleaned text, citations in [n] order, and what was wrong."""
+
+    text: str
+    citations: list[Citation]
+    answerable: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Statement:
+    text: str
+    cites: list[int]  # renumbered
+
+
+def parse_marker(group: str) -> list[int]:
+    """"1, 3" → [1, 3]; "2-4" → [2, 3, 4]."""
+    out: list[int] = []
+    for part in re.split(r"\s*[,;]\s*", group.strip()):
+        m = re.fullmatch(r"(\d+)\s*[-\u2013]\s*(\d+)", part)
+        if m and 0 <= int(m.group(2)) - int(m.group(1)) <= 20:
+            out.extend(range(int(m.group(1)), int(m.group(2)) + 1))
+        elif part.isdigit():
+            out.append(int(part))
+    return out
+
+
+def statement_text(sentence: str) -> str:
+    """A cited sentence without its markers — the claim that is checked."""
+    return re.sub(r"\s+", " ", MARKER.sub("", sentence)).strip()
+
+
+def renumber(text: str, n_sources: int) -> tuple[str, list[int], list[str]]:
+    """Drop markers that name no source, renumber the rest by first appearance.
+
+    Returns the new text, the original source numbers in their new order, and warnings."""
+    order: list[int] = []
+    invalid: list[int] = []
+
+    def sub(m: re.Match[str]) -> str:
+        nums = parse_marker(m.group(2))
+        good = []
+        for n in nums:
+            if 1 <= n <= n_sources:
+                if n not in order:
+                    order.append(n)
+                new = order.index(n) + 1
+                if new not in good:
+                    good.append(new)
+            elif n not in invalid:
+                invalid.append(n)
+        if not good:
+            return ""
+        return m.group(1) + "".join(f"[{n}]" for n in sorted(good))
+
+    new = MARKER.sub(sub, text)
+    new = re.sub(r"[ \t]+([.,;:!?])", r"\1", new)
+    warnings = [f"removed citation [{n}]: there {'is' if n_sources == 1 else 'are'} only {n_sources} source"
+                f"{'' if n_sources == 1 else 's'}" for n in invalid]
+    return new, order, warnings
+
+
+def statements(text: str) -> list[Statement]:
+    """Sentences carrying markers; a reference line "[n] Label — summary" counts as its summary."""
+    out: list[Statement] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        ref = _REFERENCE_LINE.match(line)
+        if ref:
+            _, dash, rest = line.partition(" \u2014 ")
+            if dash and rest.strip():
+                out.append(Statement(statement_text(rest), [int(ref.group(1))]))
+            continue
+        for sentence in split_sentences(line):
+            nums: list[int] = []
+            for m in MARKER.finditer(sentence):
+                nums.extend(n for n in parse_marker(m.group(2)) if n not in nums)
+            text_only = statement_text(sentence)
+            if nums and len(text_only.split()) >= 3:
+                out.append(Statement(text_only, nums))
+    return out
+
+
+def _share(weights: dict[str, float], total: float, terms: frozenset[str]) -> float:
+    return sum(w for t, w in weights.items() if term_in(t, terms)) / total if total else 0.0
+
+
+def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
+    """Check a generation's citations; see the module docstring."""
+    warnings = list(gen.warnings)
+    if is_cannot_answer(gen.text) or not gen.text.strip():
+        return Verified(CANNOT_ANSWER, [], False, warnings)
+    text, order, bad = renumber(gen.text, len(gen.sources))
+    warnings += bad
+    if not order:
+        snippet = re.sub(r"\s+", " ", gen.text).strip()[:200]
+        warnings.append(f"the answer cited none of the retrieved papers, so it was withheld: \u201c{snippet}\u201d")
+        return Verified(CANNOT_ANSWER, [], False, warnings)
+    sources = [gen.sources[n - 1] for n in order]
+    evs = evidence.papers([h.paper for h in sources])
+    stmts = statements(text)
+    vecs = evidence.embed([s.text for s in stmts]) if stmts else None
+    best: dict[int, list[tuple[float, int]]] = {i: [] for i in range(1, len(sources) + 1)}
+    scores: dict[int, list[float]] = {i: [] for i in range(1, len(sources) + 1)}
+    for si, st in enumerate(stmts):
+        terms = content_terms(st.text)
+        weights = evidence.idf(terms)
+        total = sum(weights.values())
+        for n in st.cites:
+            if n not in best:
+                continue
+            ev = evs[n - 1]
+            if not len(ev.sentences) or vecs is None:
+                continue
+            cos = ev.vectors @ vecs[si]
+            # The evidence is the sentence closest in meaning and in words to the statement.
+            both = [0.5 * float(cos[j]) + 0.5 * _share(weights, total, ev.terms[j]) for j in range(len(cos))]
+            j = max(range(len(both)), key=both.__getitem__)
+            lex = _share(weights, total, ev.all_terms)
+            support = 0.5 * float(cos.max()) + 0.5 * lex
+            scores[n].append(support)
+            best[n].append((both[j], j))
+            if support < SUPPORTED:
+                warnings.append(f"[{n}] may not support: \u201c{st.text[:160]}\u201d (support {support:.2f})")
+    citations = []
+    for n, hit in enumerate(sources, start=1):
+        p = hit.paper
+        ev = evs[n - 1]
+        picked = sorted(set(j for _, j in sorted(best[n], reverse=True)[:2]))
+        evidence_text = " ".join(ev.sentences[j] for j in picked)
+        old = order[n - 1]
+        summary = gen.summaries.get(old) or " ".join(s.text for s in stmts if n in s.cites)[:600]
+        citations.append(Citation(
+            n=n, paper_id=hit.paper_id, title=str(p.get("title") or p.get("label") or hit.paper_id),
+            authors=list(p.get("authors") or []), categories=list(p.get("categories") or []), year=p.get("year"),
+            abstract=str(p.get("abstract") or ""), summary=summary, evidence=evidence_text,
+            supported=bool(scores[n]) and min(scores[n]) >= SUPPORTED, url=p.get("url")))
+    return Verified(text.strip(), citations, gen.answerable, warnings)

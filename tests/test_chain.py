@@ -1,0 +1,248 @@
+"""The answer chain end to end over the ingested sample corpus: the seed set in extractive mode, follow-ups
+(offline and with an LLM rewrite), and the llm path against the fake OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from evals.seed_run import run_seed  # noqa: E402
+from rag.answer import Answer  # noqa: E402
+from rag.catalog import PaperQuery  # noqa: E402
+from rag.chain import AnswerChain, Conversation  # noqa: E402
+from rag.config import get_settings  # noqa: E402
+from rag.errors import BudgetExceeded, ConfigError, InputError  # noqa: E402
+from rag.prompts import CANNOT_ANSWER, SOURCES_OPEN, SYSTEM_PROMPT  # noqa: E402
+from rag.runtime import Runtime  # noqa: E402
+from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+
+KEY = "sk-chain"
+
+
+@pytest.fixture(scope="module")
+def rt(embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    """One store with the whole sample corpus for this module (ingest once, ~10 s)."""
+    import torch
+
+    home = tmp_path_factory.mktemp("chain-home")
+    mp = pytest.MonkeyPatch()
+    for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
+        mp.delenv(key)
+    mp.setenv("PAPERCHAT_HOME", str(home))
+    mp.chdir(home)
+    # One intra-op thread: single-question embeddings are several times faster when other processes share
+    # the CPUs (two spinning OpenMP threads fight over two cores); restored afterwards.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    runtime = Runtime(get_settings(), _embedder=embedder)
+    report = runtime.ingestor(progress=False).ingest(SAMPLE)
+    assert report.added == 40
+    yield runtime
+    runtime.close()
+    torch.set_num_threads(threads)
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def chain(rt: Runtime) -> AnswerChain:
+    return AnswerChain(rt)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(model="stub-model", api_key=KEY) as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(server: FakeOpenAIServer) -> FakeOpenAIServer:
+    server.reset()
+    return server
+
+
+@pytest.fixture(scope="module")
+def llm_chain(rt: Runtime, server: FakeOpenAIServer) -> AnswerChain:
+    settings = rt.settings.with_overrides(llm={"base_url": server.base_url, "api_key": KEY, "model": "stub-model",
+                                               "max_tokens": 256, "max_retries": 0, "timeout_s": 10})
+    return AnswerChain(rt, settings=settings)
+
+
+@pytest.fixture(scope="module")
+def ids(rt: Runtime) -> dict[str, str]:
+    """Paper ids by a distinctive word of their abstracts."""
+    out = {}
+    for md in rt.store.papers():
+        for word in ("EPPO", "FedGMT", "Video-MTR", "flashbulb", "Extreme Value"):
+            if word in md["abstract"]:
+                out[word] = md["paper_id"]
+    return out
+
+
+# ---- extractive mode -----------------------------------------------------------------------------
+def test_seed_set_meets_the_bar(rt: Runtime, chain: AnswerChain) -> None:
+    report = run_seed(rt, chain=chain)
+    rates = report["rates"]
+    failed = [(r["id"], r["cited"], r["gold"]) for r in report["rows"] if not r["ok"]]
+    assert report["cases"] == 60 and not any(r.get("unresolved_gold") for r in report["rows"])
+    assert rates["single"] >= 0.9, failed
+    assert rates["multi"] >= 0.8, failed
+    assert rates["out-of-corpus"] == 1.0, failed
+    assert rates["follow-up"] == 1.0 and report["follow-up_cited_first"] >= 0.8, failed
+    assert report["author_recall"] >= 0.8 and report["category_recall"] >= 0.8, failed
+    assert report["fact_recall"] >= 0.6
+
+
+def test_follow_up_retrieves_the_paper_under_discussion(chain: AnswerChain, ids: dict[str, str]) -> None:
+    conv = Conversation(chain)
+    first = conv.ask("What is the energy loss phenomenon in RLHF?")
+    assert first.cited_ids[:1] == [ids["EPPO"]]
+    second = conv.ask("What does it penalize?")
+    assert second.retrieved[0]["paper_id"] == ids["EPPO"] and second.cited_ids[:1] == [ids["EPPO"]]
+    assert second.standalone_question != second.question and "EPPO" in second.standalone_question
+    assert "penalizes" in second.answer and len(conv.turns) == 2
+
+
+def test_a_new_question_is_not_treated_as_a_follow_up(chain: AnswerChain, ids: dict[str, str]) -> None:
+    conv = Conversation(chain)
+    conv.ask("What is the energy loss phenomenon in RLHF?")
+    answer = conv.ask("Is there a federated learning paper based on sharpness-aware minimization?")
+    assert answer.standalone_question == answer.question and answer.cited_ids[:1] == [ids["FedGMT"]]
+
+
+def test_out_of_corpus_reply(chain: AnswerChain) -> None:
+    a = chain.ask("What is the capital of Australia?")
+    assert (a.answer, a.answerable, a.citations) == (CANNOT_ANSWER, False, [])
+
+
+def test_answer_json_schema(chain: AnswerChain) -> None:
+    d = chain.ask("How many training samples does Video-MTR need?").to_dict()
+    assert set(d) >= {"question", "standalone_question", "answer", "answerable", "mode", "filters", "citations",
+                      "retrieved", "timings", "warnings"}
+    assert d["mode"] == "extractive" and d["answerable"] is True and isinstance(d["filters"], dict)
+    c = d["citations"][0]
+    assert set(c) >= {"n", "paper_id", "title", "authors", "categories", "year", "abstract", "summary", "evidence",
+                      "supported"}
+    assert c["n"] == 1 and isinstance(c["authors"], list) and c["title"] and c["summary"] and c["evidence"]
+    assert c["supported"] is True and c["evidence"] in c["abstract"]
+    assert all(set(r) == {"paper_id", "score"} for r in d["retrieved"]) and len(d["retrieved"]) == 5
+    assert {"condense_ms", "retrieve_ms", "generate_ms", "verify_ms", "total_ms"} <= set(d["timings"])
+    assert d["timings"]["total_ms"] >= d["timings"]["generate_ms"]
+
+
+def test_filters_from_the_question_and_explicit(chain: AnswerChain, ids: dict[str, str]) -> None:
+    a = chain.ask("What has Shiqing Gao worked on?")
+    assert a.filters == {"author": "Shiqing Gao"}
+    assert set(a.cited_ids) == {ids["flashbulb"], ids["Extreme Value"]} and a.answerable
+    b = chain.ask("Which papers use reinforcement learning?", filters=PaperQuery(category="Deep RL"))
+    assert b.filters == {"category": "Deep RL"} and b.citations
+    assert all("Deep RL" in c.categories for c in b.citations)
+    c = chain.ask("Reinforcement Learning papers about memory", filters=PaperQuery(category="Deep RL"))
+    assert c.filters["category"] == "Deep RL"  # explicit beats parsed
+
+
+def test_streaming_matches_ask(chain: AnswerChain) -> None:
+    items = list(Conversation(chain).stream("What does EPPO penalize?"))
+    answer = items[-1]
+    assert isinstance(answer, Answer) and len(items) > 3
+    assert "".join(items[:-1]) == answer.answer  # extractive numbers citations as it goes: nothing to renumber
+
+
+def test_bad_questions(chain: AnswerChain) -> None:
+    with pytest.raises(InputError):
+        chain.ask("   ")
+    with pytest.raises(BudgetExceeded, match="PAPERCHAT_LIMITS__QUESTION_CHARS"):
+        chain.ask("x" * 2001)
+    with pytest.raises(ConfigError, match="PAPERCHAT_LLM__BASE_URL"):
+        chain.ask("What does EPPO penalize?", mode="llm")
+
+
+# ---- llm mode against the fake server ------------------------------------------------------------
+def test_llm_answer_with_an_invalid_citation(llm_chain: AnswerChain, srv: FakeOpenAIServer, ids) -> None:
+    srv.queue_reply("EPPO penalizes the increase in energy loss in the final layer [1]. It also cures cancer [9].")
+    a = llm_chain.ask("What does EPPO penalize?")
+    assert a.mode == "llm" and a.answerable and "[9]" not in a.answer
+    assert a.answer.startswith("EPPO penalizes the increase in energy loss in the final layer [1].")
+    assert any("[9]" in w for w in a.warnings)
+    assert a.cited_ids == [ids["EPPO"]] and a.citations[0].supported
+    body = srv.chat_requests[-1]
+    assert body["model"] == "stub-model" and body.get("max_completion_tokens", body.get("max_tokens")) == 256
+    assert body["messages"][0]["content"] == SYSTEM_PROMPT
+    user = body["messages"][-1]["content"]
+    assert user.startswith(SOURCES_OPEN) and "Energy loss-aware PPO algorithm" in user
+
+
+def test_llm_streaming(llm_chain: AnswerChain, srv: FakeOpenAIServer, ids) -> None:
+    srv.queue_reply("The target update frequency should grow geometrically [2][1].")
+    items = list(llm_chain.stream("How should the target network update frequency change in Q-learning?"))
+    answer = items[-1]
+    assert isinstance(answer, Answer) and len(items) > 4 and srv.chat_requests[-1]["stream"] is True
+    assert "".join(items[:-1]) == "The target update frequency should grow geometrically [2][1]."
+    assert answer.answer.endswith("[1][2].")  # renumbered by first appearance
+    assert [c.n for c in answer.citations] == [1, 2]
+
+
+def test_llm_reply_without_citations_is_withheld(llm_chain: AnswerChain, srv: FakeOpenAIServer) -> None:
+    srv.queue_reply("Canberra is the capital of Australia.")
+    a = llm_chain.ask("What is the capital of Australia?")
+    assert (a.answer, a.answerable, a.citations) == (CANNOT_ANSWER, False, [])
+    assert any("cited none" in w for w in a.warnings)
+
+
+def test_llm_cannot_answer(llm_chain: AnswerChain, srv: FakeOpenAIServer) -> None:
+    srv.queue_reply(CANNOT_ANSWER)
+    a = llm_chain.ask("Who won the 2018 FIFA World Cup?")
+    assert (a.answer, a.answerable, a.citations) == (CANNOT_ANSWER, False, [])
+
+
+def test_llm_prompt_is_trimmed_to_the_budget(rt: Runtime, srv: FakeOpenAIServer) -> None:
+    settings = rt.settings.with_overrides(llm={"base_url": srv.base_url, "api_key": KEY, "context_tokens": 500,
+                                               "max_retries": 0})
+    srv.queue_reply("Energy loss grows during RL [1].")
+    a = AnswerChain(rt, settings=settings).ask("What is the energy loss phenomenon in RLHF?")
+    assert srv.chat_requests[-1]["messages"][-1]["content"].count("<source n=") < 5
+    assert any("context_tokens=500" in w for w in a.warnings) and a.answerable
+
+
+def test_follow_up_rewritten_by_the_llm(llm_chain: AnswerChain, srv: FakeOpenAIServer, ids) -> None:
+    conv = Conversation(llm_chain)
+    srv.queue_reply("This work identifies the energy loss phenomenon in RLHF [1].")
+    conv.ask("What is the energy loss phenomenon in RLHF?")
+    rewrite = "What does the Energy loss-aware PPO algorithm (EPPO) penalize?"
+    srv.queue_reply(rewrite)
+    srv.queue_reply("It penalizes the increase in energy loss in the final layer [1].")
+    a = conv.ask("What does it penalize?")
+    condense = srv.chat_requests[-2]["messages"][-1]["content"]
+    assert "energy loss phenomenon" in condense and "What does it penalize?" in condense
+    assert a.standalone_question == rewrite
+    assert a.retrieved[0]["paper_id"] == ids["EPPO"] and a.cited_ids == [ids["EPPO"]]
+
+
+def test_condense_falls_back_offline_when_the_llm_fails(llm_chain: AnswerChain, srv: FakeOpenAIServer, ids) -> None:
+    conv = Conversation(llm_chain)
+    srv.queue_reply("This work identifies the energy loss phenomenon in RLHF [1].")
+    conv.ask("What is the energy loss phenomenon in RLHF?")
+    srv.queue_fault(500)
+    srv.queue_reply("It penalizes the increase in energy loss [1].")
+    a = conv.ask("What does it penalize?")
+    assert any("offline rewrite" in w for w in a.warnings)
+    assert a.retrieved[0]["paper_id"] == ids["EPPO"] and a.answerable
+
+
+def test_human_readable_rendering(chain: AnswerChain) -> None:
+    from rag.answer import render_text
+
+    answer = chain.ask("What does EPPO penalize?", filters=PaperQuery(author="Yuchun Miao"))
+    text = render_text(answer)
+    assert text.startswith("Q: What does EPPO penalize?\n   filters: author=Yuchun Miao\n")
+    assert f"\nReferences:\n  [1] {answer.citations[0].title}\n" in text and "Miao" in answer.citations[0].title
+    assert "Yuchun Miao, Sen Zhang, Liang Ding et al. \u00b7 Deep Learning; Large Language Models" in text
+    assert render_text(chain.ask("What is the capital of Australia?")).endswith(CANNOT_ANSWER)

@@ -1,0 +1,157 @@
+"""The extractive generator on real sample abstracts and the real embedding model (no store, no LLM)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import pytest
+from conftest import SAMPLE
+
+from rag import loaders
+from rag.generate import Generation, GenerationInput
+from rag.generate.evidence import EvidenceIndex
+from rag.generate.extractive import ExtractiveGenerator, attribute, cite, short_authors
+from rag.lexical import analyze, paper_text
+from rag.prompts import CANNOT_ANSWER
+from rag.retrieval import PaperHit
+
+
+@pytest.fixture(scope="module")
+def papers() -> dict[str, dict]:
+    """Sample papers as retrieval returns them, keyed by first author's last name + key word."""
+    out = {}
+    for path in SAMPLE:
+        for p in loaders.load(path).papers:
+            d = {"id": p.id, "label": p.label, "title": p.title, "authors": p.authors, "categories": p.categories,
+                 "year": p.year, "url": p.url, "abstract": p.abstract}
+            out[p.id] = d
+    return out
+
+
+def find(papers: dict[str, dict], author: str, word: str) -> dict:
+    return next(p for p in papers.values() if author in p["authors"] and word in p["abstract"])
+
+
+@pytest.fixture(scope="module")
+def evidence(embedder, papers) -> EvidenceIndex:
+    df: Counter[str] = Counter()
+    for p in papers.values():
+        df.update(set(analyze(paper_text({**p, "authors": p["authors"]}))))
+    n = len(papers)
+    return EvidenceIndex(embedder, lambda terms: {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) if df[t] else 0.0
+                                                  for t in terms})
+
+
+@pytest.fixture(scope="module")
+def gen(evidence) -> ExtractiveGenerator:
+    return ExtractiveGenerator(evidence)
+
+
+def hits(*ps: dict) -> list[PaperHit]:
+    return [PaperHit(p["id"], 1.0 - i / 10, paper=p) for i, p in enumerate(ps)]
+
+
+def synthesis(text: str) -> str:
+    return text.split("\n\n")[0]
+
+
+def test_answer_cites_the_paper_that_answers(gen, papers) -> None:
+    eppo = find(papers, "Yuchun Miao", "EPPO")
+    fl = find(papers, "Yuhang Li", "Federated")
+    pmd = find(papers, "Zhenghao Xu", "PMD")
+    g = gen.generate(GenerationInput("What does the EPPO algorithm penalize during reward calculation?",
+                                     hits(eppo, fl, pmd)))
+    assert g.answerable and [h.paper_id for h in g.sources] == [eppo["id"]]  # only the relevant paper is cited
+    first = synthesis(g.text)
+    n_sentences = len(re.findall(r"\[\d+\][.!?]", first))
+    assert 2 <= n_sentences <= 4
+    assert "penalizes the increase in energy loss" in first
+    assert "Miao et al." in g.text and "\n\n[1] " + eppo["label"] + " \u2014 " in g.text
+    assert g.summaries[1] and g.summaries[1] not in first  # the reference line adds something
+
+
+def test_two_papers_for_a_two_paper_question(gen, papers) -> None:
+    mia = find(papers, "Antoni Kowalczuk", "membership")
+    tools = find(papers, "Jiali Cheng", "ToolDelete")
+    other = find(papers, "Zinan Zheng", "weather")
+    g = gen.generate(GenerationInput("Which papers build or use membership inference attacks?",
+                                     hits(mia, tools, other)))
+    assert {h.paper_id for h in g.sources} == {mia["id"], tools["id"]}
+    assert "[1]" in synthesis(g.text) and "[2]" in synthesis(g.text)
+
+
+@pytest.mark.parametrize("question", ["What is the capital of Australia?", "How do I bake sourdough bread?"])
+def test_out_of_corpus_gets_the_fixed_reply(gen, papers, question: str) -> None:
+    some = list(papers.values())[:5]
+    g = gen.generate(GenerationInput(question, hits(*some)))
+    assert (g.text, g.sources, g.answerable) == (CANNOT_ANSWER, [], False)
+    assert gen.generate(GenerationInput(question, [])).text == CANNOT_ANSWER
+
+
+def test_math_stays_intact(gen, papers) -> None:
+    pmd = find(papers, "Zhenghao Xu", "PMD")
+    g = gen.generate(GenerationInput("What regularizer does PMD-mean implicitly optimize?", hits(pmd)))
+    assert "$\\chi^2$" in g.text
+    for m in re.finditer(r"\$[^$]*\$", g.text):
+        assert "[" not in m.group(0)  # no marker inside math
+
+
+def test_stream_is_progressive_and_matches(gen, papers) -> None:
+    video = find(papers, "Yuan Xie", "Video-MTR")
+    inp = GenerationInput("How many training samples does Video-MTR need?", hits(video))
+    items = list(gen.stream(inp))
+    assert isinstance(items[-1], Generation) and all(isinstance(x, str) for x in items[:-1])
+    assert len(items) >= 4  # sentence by sentence, then the reference line
+    assert "".join(items[:-1]) == items[-1].text == gen.generate(inp).text
+    assert "8K" in items[-1].text
+
+
+def test_listing_names_every_matching_paper(gen, papers) -> None:
+    a = find(papers, "Shiqing Gao", "Extreme Value")
+    b = find(papers, "Shiqing Gao", "flashbulb")
+    g = gen.generate(GenerationInput("What has worked on?", hits(a, b), listing=True, filtered=True,
+                                     filter_text="author: Shiqing Gao", total_matches=2))
+    assert g.text.startswith("2 papers match (author: Shiqing Gao):")
+    assert "\n[1] " in g.text and "\n[2] " in g.text and g.answerable
+    assert "EVO" in g.summaries[1] and "MICE" in g.summaries[2]
+
+
+def test_sentence_vectors_are_cached(gen, papers, evidence) -> None:
+    calls = []
+    inner = evidence.embedder
+
+    class Spy:
+        name, dim = inner.name, inner.dim
+
+        def embed(self, texts):
+            calls.append(len(texts))
+            return inner.embed(texts)
+
+    spy = ExtractiveGenerator(EvidenceIndex(Spy(), evidence._idf))  # type: ignore[arg-type]
+    eppo = find(papers, "Yuchun Miao", "EPPO")
+    spy.generate(GenerationInput("What does EPPO penalize?", hits(eppo)))
+    first = list(calls)
+    spy.generate(GenerationInput("What does EPPO penalize?", hits(eppo)))
+    assert len(first) == 2 and first[0] > 3  # one batch of sentences, then the question
+    assert calls == first  # nothing embedded again
+
+
+def test_attribution_and_markers() -> None:
+    assert short_authors(["Yuchun Miao", "Sen Zhang", "Liang Ding"]) == "Miao et al."
+    assert short_authors(["Jiali Cheng", "Hadi Amiri"]) == "Cheng and Amiri"
+    assert attribute("We propose EPPO, which works.", ["Yuchun Miao", "Sen Zhang", "X Y"], True) == \
+        "Miao et al. propose EPPO, which works."
+    assert attribute("In this paper, we also study $we$ and our bounds.", ["A B", "C D"], True) == \
+        "B and D also study $we$ and their bounds."
+    assert attribute("We analyze falling trees.", ["Cynthia Rudin"], True) == "Rudin analyzes falling trees."
+    assert attribute("This work identifies a phenomenon.", ["A Miao", "B C", "D E"], True) == \
+        "The work by Miao et al. identifies a phenomenon."
+    assert attribute("Then we show it.", ["A B"], False) == "Then they show it."
+    assert attribute("To fix this, we offer a view.", ["A Zhao", "B Zhang"], True) == \
+        "To fix this, Zhao and Zhang offer a view."
+    assert attribute("Our results show gains.", ["A Zhao", "B Zhang"], True) == "Zhao and Zhang's results show gains."
+    assert cite("EPPO penalizes energy loss.", 2) == "EPPO penalizes energy loss [2]."
+    assert cite("Is it (really) so?", 1) == "Is it (really) so [1]?"
+    assert cite("No final stop", 3) == "No final stop [3]."

@@ -1,0 +1,104 @@
+"""Verification: invalid [n] removed and reported, statements scored against their abstracts, renumbering."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.generate import Generation
+from rag.generate.evidence import EvidenceIndex
+from rag.prompts import CANNOT_ANSWER
+from rag.retrieval import PaperHit
+from rag.verify import parse_marker, renumber, statements, verify
+
+PAPERS = [
+    ("p-eppo", "Miao et al.: EPPO", ["Yuchun Miao", "Sen Zhang"],
+     "This work identifies the Energy Loss Phenomenon in RLHF. We propose an Energy loss-aware PPO algorithm (EPPO) "
+     "which penalizes the increase in energy loss in the final layer during reward calculation. Experiments show "
+     "that EPPO mitigates reward hacking."),
+    ("p-fl", "Li et al.: FedGMT", ["Yuhang Li"],
+     "Federated learning struggles with heterogeneous data. We propose FedGMT, which needs only a single backward "
+     "pass per iteration. FedGMT outperforms sharpness-aware baselines on CIFAR-10."),
+    ("p-video", "Xie et al.: Video-MTR", ["Yuan Xie", "Tianshui Chen", "Zheng Ge"],
+     "Long-form video understanding is hard. We propose Video-MTR, a multi-turn reasoning framework trained with "
+     "RL. Video-MTR needs only 8K training samples."),
+]
+
+
+def hit(i: int) -> PaperHit:
+    pid, label, authors, abstract = PAPERS[i]
+    return PaperHit(pid, 1.0 - i / 10, paper={"id": pid, "label": label, "title": None, "authors": authors,
+                                               "categories": ["Test"], "year": 2025, "abstract": abstract,
+                                               "url": f"https://example.org/{pid}"})
+
+
+@pytest.fixture(scope="module")
+def evidence(embedder) -> EvidenceIndex:
+    return EvidenceIndex(embedder, lambda terms: {t: 1.0 for t in terms})
+
+
+def test_parse_marker_forms() -> None:
+    assert parse_marker("1") == [1]
+    assert parse_marker("1, 3") == [1, 3]
+    assert parse_marker("2-4") == [2, 3, 4]
+    assert parse_marker("1\u20132") == [1, 2]
+
+
+def test_renumber_drops_unknown_sources_and_orders_by_first_use() -> None:
+    text, order, warnings = renumber("EPPO helps [2]. So does this [9]. And FL [1, 9].", 3)
+    assert text == "EPPO helps [1]. So does this. And FL [2]."
+    assert order == [2, 1]
+    assert warnings == ["removed citation [9]: there are only 3 sources"]
+
+
+def test_statements_split_sentences_and_reference_lines() -> None:
+    found = statements("EPPO penalizes energy loss [1]. It works well [1][2].\n\n[2] Li et al. \u2014 FedGMT is fast.")
+    assert [(s.text, s.cites) for s in found] == [("EPPO penalizes energy loss.", [1]), ("It works well.", [1, 2]),
+                                                ("FedGMT is fast.", [2])]
+
+
+def test_invalid_citation_removed_and_citations_renumbered(evidence: EvidenceIndex) -> None:
+    gen = Generation("FedGMT needs a single backward pass per iteration [2]. EPPO penalizes the increase in energy "
+                     "loss in the final layer [1]. Something else entirely [9].", [hit(0), hit(1), hit(2)])
+    out = verify(gen, evidence)
+    assert "[9]" not in out.text and any("[9]" in w for w in out.warnings)
+    assert out.text.startswith("FedGMT needs a single backward pass per iteration [1].")
+    assert "final layer [2]." in out.text
+    assert [c.paper_id for c in out.citations] == ["p-fl", "p-eppo"]  # the uncited Video-MTR paper is dropped
+    assert [c.n for c in out.citations] == [1, 2]
+    assert all(c.supported for c in out.citations)
+    assert "single backward pass" in out.citations[0].evidence
+    assert "penalizes" in out.citations[1].evidence
+    c = out.citations[1]
+    assert (c.title, c.authors, c.year, c.url) == ("Miao et al.: EPPO", ["Yuchun Miao", "Sen Zhang"], 2025,
+                                                   "https://example.org/p-eppo")
+    assert out.answerable
+
+
+def test_unsupported_statement_is_flagged(evidence: EvidenceIndex) -> None:
+    gen = Generation("The capital of Australia is Canberra, a planned city [1].", [hit(0)])
+    out = verify(gen, evidence)
+    assert out.citations and not out.citations[0].supported
+    assert any("may not support" in w for w in out.warnings)
+
+
+def test_no_valid_citation_withholds_the_answer(evidence: EvidenceIndex) -> None:
+    out = verify(Generation("Canberra is the capital of Australia [7].", [hit(0)]), evidence)
+    assert (out.text, out.citations, out.answerable) == (CANNOT_ANSWER, [], False)
+    assert any("cited none" in w for w in out.warnings)
+    out = verify(Generation("Canberra is the capital of Australia.", [hit(0)]), evidence)
+    assert (out.text, out.answerable) == (CANNOT_ANSWER, False)
+
+
+@pytest.mark.parametrize("reply", [CANNOT_ANSWER, "I can't answer that from the papers in this collection",
+                                   "I can\u2019t answer that from the papers in this collection. [1]"])
+def test_cannot_answer_has_no_citations(evidence: EvidenceIndex, reply: str) -> None:
+    out = verify(Generation(reply, [hit(0)]), evidence)
+    assert (out.text, out.citations, out.answerable) == (CANNOT_ANSWER, [], False)
+
+
+def test_summaries_follow_the_renumbering(evidence: EvidenceIndex) -> None:
+    gen = Generation("Video-MTR needs only 8K training samples [3].", [hit(0), hit(1), hit(2)],
+                     summaries={3: "Video-MTR is a multi-turn reasoning framework."})
+    out = verify(gen, evidence)
+    assert out.text == "Video-MTR needs only 8K training samples [1]."
+    assert out.citations[0].summary == "Video-MTR is a multi-turn reasoning framework."
