@@ -60,6 +60,25 @@ def make_runtime(embedder):
         rt.close()
 
 
+STUB_KEY = "sk-test"
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The OpenAI-compatible stub on 127.0.0.1 (tests/fakes), one per test module, key STUB_KEY."""
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(model="stub-model", api_key=STUB_KEY) as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(server):
+    """The module's stub server with its queues and recorded requests cleared."""
+    server.reset()
+    return server
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

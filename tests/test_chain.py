@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from conftest import STUB_KEY as KEY  # noqa: E402
+
 from evals.seed_run import run_seed  # noqa: E402
 from rag.answer import Answer  # noqa: E402
 from rag.catalog import PaperQuery  # noqa: E402
@@ -24,8 +26,6 @@ from rag.errors import BudgetExceeded, ConfigError, InputError  # noqa: E402
 from rag.prompts import CANNOT_ANSWER, SOURCES_OPEN, SYSTEM_PROMPT  # noqa: E402
 from rag.runtime import Runtime  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
-
-KEY = "sk-chain"
 
 
 @pytest.fixture(scope="module")
@@ -55,18 +55,6 @@ def rt(embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
 @pytest.fixture(scope="module")
 def chain(rt: Runtime) -> AnswerChain:
     return AnswerChain(rt)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(model="stub-model", api_key=KEY) as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server: FakeOpenAIServer) -> FakeOpenAIServer:
-    server.reset()
-    return server
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,8 @@ from conftest import SAMPLE
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from conftest import STUB_KEY as KEY  # noqa: E402
 
 from rag import loaders, tokens  # noqa: E402
 from rag.config import LLMSettings  # noqa: E402
@@ -22,20 +23,7 @@ from rag.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT  # noqa: E402
 from rag.retrieval import PaperHit  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 
-KEY = "sk-test"
 REPLY = "EPPO penalizes the increase in energy loss in the final layer [1]."
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(model="stub-model", api_key=KEY) as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server: FakeOpenAIServer) -> FakeOpenAIServer:
-    server.reset()
-    return server
 
 
 @pytest.fixture(scope="module")
