@@ -21,14 +21,18 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install paperchat with its dev tools
 
-run: $(STAMP) ## start paperchat on the bundled sample corpus (a chat in the terminal)
+run: $(STAMP) ## start the chat app on the bundled sample corpus: http://127.0.0.1:7860
+	$(BIN)/paperchat ingest $(SAMPLE)
+	$(BIN)/paperchat serve
+
+chat: $(STAMP) ## the same conversation in the terminal
 	$(BIN)/paperchat ingest $(SAMPLE)
 	$(BIN)/paperchat chat
 
 browser: ## install Debian's chromium for the browser tests (needs root)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) ## run lint and the whole test suite
+test: $(STAMP) browser ## run lint and the whole test suite (installs Debian's chromium for the browser tests)
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
@@ -46,4 +50,4 @@ bench: bench-ingest bench-retrieval bench-latency ## every benchmark
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run browser test bench bench-ingest bench-retrieval bench-latency clean
+.PHONY: help install run chat browser test bench bench-ingest bench-retrieval bench-latency clean

@@ -1,0 +1,362 @@
+"""The Gradio app: wiring only. Rendering is ``ui.render``/``ui.export``, behaviour is ``ui.services``;
+``launch_kwargs``/``queue_kwargs`` hold every launch default that matters for safety."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from rag.answer import Answer
+from rag.catalog import PaperQuery, find_papers
+from rag.chain import AnswerChain, resolve_mode
+from rag.config import Settings
+from rag.errors import BudgetExceeded, InputError, PaperchatError
+from rag.runtime import Runtime
+from ui import render, services
+from ui.assets import CSS, LATEX_DELIMITERS, PAGE_JS
+from ui.export import bibtex, cited_papers, conversation_markdown
+from ui.safe import inline
+
+log = logging.getLogger(__name__)
+
+SAMPLE_DIR = Path(__file__).resolve().parents[1] / "data" / "sample"
+LIBRARY_LIMIT = 500
+
+
+def queue_kwargs(settings: Settings) -> dict[str, Any]:
+    """Queue limits: answers computed at once, waiting requests, no direct API calls around the queue."""
+    return {"default_concurrency_limit": settings.ui.concurrency, "max_size": settings.ui.queue_size,
+            "api_open": False}
+
+
+def launch_kwargs(settings: Settings) -> dict[str, Any]:
+    """The safe launch defaults, in one place: no share link, loopback bind unless configured, auth from
+    config, upload size limit, no tracebacks to the browser, nothing of ``$PAPERCHAT_HOME`` served."""
+    ui = settings.ui
+    auth = None
+    if ui.username and ui.password:
+        auth = (ui.username, ui.password.get_secret_value())
+    elif ui.username or ui.password:
+        raise InputError("set both PAPERCHAT_UI__USERNAME and PAPERCHAT_UI__PASSWORD for login, or neither")
+    return {
+        "share": False, "server_name": ui.host, "server_port": ui.port, "auth": auth,
+        "max_file_size": int(settings.limits.upload_mb * 1024 * 1024), "show_error": False,
+        "allowed_paths": [], "blocked_paths": [str(settings.home.resolve())], "ssr_mode": False,
+        "mcp_server": False, "pwa": False, "enable_monitoring": False, "strict_cors": True,
+        "footer_links": ["settings"], "inbrowser": False,
+    }
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _theme() -> gr.themes.Base:
+    # System fonts only: the default theme fetches Google Fonts, which an offline machine cannot reach.
+    return gr.themes.Soft(primary_hue="indigo", secondary_hue="amber", neutral_hue="slate",
+                          font=["ui-sans-serif", "system-ui", "Segoe UI", "Roboto", "sans-serif"],
+                          font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "monospace"])
+
+
+def _new_session() -> dict[str, Any]:
+    return {"answers": [], "msg_turn": [], "stamps": [], "shown": None}
+
+
+def _served_copy(app: gr.Blocks, path: Path) -> str:
+    """A copy of an export in Gradio's own cache, the one place downloads are served from."""
+    folder = Path(tempfile.mkdtemp(prefix="paperchat-", dir=_cache_dir(app)))
+    dest = folder / path.name
+    shutil.copyfile(path, dest)
+    return str(dest)
+
+
+def _cache_dir(app: gr.Blocks) -> str:
+    cache = Path(getattr(app, "GRADIO_CACHE", tempfile.gettempdir()))
+    cache.mkdir(parents=True, exist_ok=True)
+    return str(cache)
+
+
+def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
+    """The chat and library tabs over ``runtime``'s store."""
+    settings = settings or runtime.settings
+    chain = AnswerChain(runtime, settings)
+    feedback = services.FeedbackLog(settings.home / "feedback.jsonl")
+    modes = ["extractive"] + ([] if settings.offline else ["llm"])
+    default_mode = resolve_mode(settings, None)
+    papers = runtime.store.papers()
+    cats = services.categories(runtime)
+    examples = services.example_questions(papers)
+    delay = settings.ui.stream_delay_ms / 1000
+
+    def header() -> str:
+        n = len(runtime.store.paper_ids())
+        return (f"# paperchat\nAsk questions about **{n} papers**; answers quote the abstracts and cite them "
+                f"— open a card on the right to read the evidence.")
+
+    with gr.Blocks(title="paperchat", analytics_enabled=False, fill_width=True,
+                   delete_cache=(3600, 3600)) as app:
+        session = gr.State(_new_session())
+        head = gr.Markdown(header(), elem_id="pc-header")
+        with gr.Tabs():
+            with gr.Tab("Chat", id="chat"):
+                with gr.Row(equal_height=True, elem_id="pc-controls"):
+                    category = gr.Dropdown(cats, value=None, label="Category", allow_custom_value=True,
+                                           elem_id="pc-category", scale=3, min_width=180)
+                    author = gr.Textbox(label="Author", placeholder="name or surname", elem_id="pc-author", scale=2,
+                                        min_width=140)
+                    year_from = gr.Textbox(label="Year from", placeholder="e.g. 2019", elem_id="pc-year-from",
+                                           scale=1, min_width=90)
+                    year_to = gr.Textbox(label="Year to", placeholder="e.g. 2024", elem_id="pc-year-to", scale=1,
+                                         min_width=90)
+                    k = gr.Slider(1, 20, value=settings.retrieval.k, step=1, label="Papers (k)", elem_id="pc-k",
+                                  scale=2, min_width=150)
+                    mode = gr.Radio(modes, value=default_mode, label="Answer mode", elem_id="pc-mode", scale=2,
+                                    min_width=150)
+                    clear_btn = gr.Button("Clear filters", size="sm", elem_id="pc-clear-filters", scale=0,
+                                          min_width=110)
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3, min_width=420):
+                        chatbot = gr.Chatbot(
+                            label="Conversation", elem_id="pc-chat", height=620, layout="bubble",
+                            latex_delimiters=LATEX_DELIMITERS, sanitize_html=True, allow_tags=False,
+                            render_markdown=True, line_breaks=True, buttons=["copy"],
+                            feedback_options=("Like", "Dislike"),
+                            examples=[{"text": q} for q in examples] or None,
+                            placeholder="**Ask about the papers in the library.** Try one of these:")
+                        with gr.Row(equal_height=True):
+                            question = gr.Textbox(show_label=False, placeholder="Ask a question about the papers…",
+                                                  lines=1, max_lines=6, scale=8, elem_id="pc-question",
+                                                  autofocus=True)
+                            ask_btn = gr.Button("Ask", variant="primary", scale=1, min_width=90, elem_id="pc-ask")
+                        with gr.Row():
+                            new_btn = gr.Button("New conversation", size="sm", elem_id="pc-new")
+                            md_btn = gr.Button("Export Markdown", size="sm", elem_id="pc-export-md")
+                            bib_btn = gr.Button("Export .bib", size="sm", elem_id="pc-export-bib")
+                        download = gr.File(label="Download", visible=False, interactive=False, elem_id="pc-download")
+                    with gr.Column(scale=2, min_width=340):
+                        gr.Markdown("### Sources", elem_id="pc-sources-title")
+                        sources = gr.Markdown(render.sources_html(None), elem_id="pc-sources", max_height=700,
+                                              latex_delimiters=LATEX_DELIMITERS, sanitize_html=True)
+            with gr.Tab("Library", id="library"):
+                stats = gr.Markdown(render.stats_markdown(services.corpus_stats(runtime)), elem_id="pc-stats")
+                with gr.Row(equal_height=False, elem_id="pc-lib-controls"):
+                    lib_text = gr.Textbox(label="Search", placeholder="words in title or abstract", scale=3,
+                                          elem_id="pc-lib-text")
+                    lib_author = gr.Textbox(label="Author", scale=2, elem_id="pc-lib-author")
+                    lib_cat = gr.Dropdown(cats, value=None, label="Category", allow_custom_value=True, scale=2,
+                                          elem_id="pc-lib-category")
+                    lib_from = gr.Textbox(label="Year from", min_width=90, elem_id="pc-lib-from")
+                    lib_to = gr.Textbox(label="Year to", min_width=90, elem_id="pc-lib-to")
+                    lib_btn = gr.Button("Search", variant="primary", min_width=90, scale=0, elem_id="pc-lib-search")
+                table = gr.Dataframe(render.library_rows(find_papers(runtime.store, PaperQuery(), LIBRARY_LIMIT)),
+                                     headers=render.LIBRARY_HEADERS, datatype="str", interactive=False, wrap=True,
+                                     max_height=520, elem_id="pc-library", column_widths=["34%", "22%", "24%",
+                                                                                          "6%", "14%"])
+                with gr.Accordion("Add papers", open=True):
+                    gr.Markdown("Upload a file in any supported format: listing (.txt), arXiv JSONL or Atom, "
+                                f"BibTeX, CSV, JSON or JSONL — up to {settings.limits.upload_mb:g} MB. "
+                                "Records that cannot be read are listed; the rest are added.")
+                    with gr.Row(equal_height=False):
+                        upload = gr.File(label="File", file_types=list(services.UPLOAD_SUFFIXES), type="filepath",
+                                         elem_id="pc-upload", scale=3, height=150)
+                        with gr.Column(scale=1, min_width=160):
+                            fmt = gr.Dropdown(["auto", "listing", "arxiv-jsonl", "arxiv-atom", "bibtex", "csv",
+                                               "json", "jsonl"], value="auto", label="Format", elem_id="pc-format")
+                            ingest_btn = gr.Button("Add to library", variant="primary", elem_id="pc-ingest")
+                    ingest_out = gr.Markdown(elem_id="pc-ingest-report")
+
+        filter_controls = [category, author, year_from, year_to]
+
+        # ---- chat -----------------------------------------------------------------------------
+        def ask(text: str, chat: list[dict[str, Any]], state: dict[str, Any], k_: float, mode_: str,
+                cat: str | None, who: str | None, y0: Any, y1: Any) -> Iterator[tuple[Any, ...]]:
+            keep = (gr.skip(),) * 5
+            text = (text or "").strip()
+            if not text:
+                yield chat, state, gr.skip(), *keep
+                return
+            chat = list(chat or []) + [{"role": "user", "content": inline(text, "chat")}]
+            state["msg_turn"].append(None)
+            try:
+                limit = settings.limits.question_chars
+                if len(text) > limit:
+                    raise BudgetExceeded(f"the question has {len(text)} characters; the limit is {limit}")
+                state["stamps"] = services.check_rate(state["stamps"], settings.limits.requests_per_minute)
+                filters = services.filters_from_controls(cat, who, y0, y1)
+                turn = len(state["answers"])
+                chat.append({"role": "assistant", "content": render.streaming_markdown("")})
+                state["msg_turn"].append(None)
+                yield chat, state, gr.skip(), "", *(gr.skip(),) * 4
+                streamed, answer = "", None
+                for item in chain.stream(text, history=state["answers"], k=int(k_), filters=filters,
+                                         mode=chain.resolve_mode(mode_)):
+                    if isinstance(item, Answer):
+                        answer = item
+                        continue
+                    streamed += item
+                    chat[-1] = {"role": "assistant", "content": render.streaming_markdown(streamed)}
+                    yield chat, state, gr.skip(), *keep
+                    if delay and mode_ == "extractive":
+                        time.sleep(delay)
+                assert answer is not None
+                state["answers"].append(answer)
+                state["msg_turn"][-1] = turn
+                state["shown"] = turn
+                chat[-1] = {"role": "assistant", "content": render.answer_markdown(answer, turn)}
+                yield (chat, state, render.sources_html(answer, turn), gr.skip(),
+                       *services.controls_from_filters(answer.filters))
+            except Exception as e:  # shown in the chat; the app goes on
+                if isinstance(e, PaperchatError):
+                    log.info("question refused: %s", e)
+                    note = str(e)
+                else:  # a bug or an outage: the details go to the log, not to the browser
+                    log.exception("answering %r failed", text[:200])
+                    note = "something went wrong while answering; the server log has the details"
+                message = {"role": "assistant", "content": render.notice_markdown(note)}
+                if chat[-1]["role"] == "assistant":
+                    chat[-1] = message
+                else:
+                    chat.append(message)
+                    state["msg_turn"].append(None)
+                yield chat, state, gr.skip(), text, *(gr.skip(),) * 4
+
+        ask_io: dict[str, Any] = {"inputs": [question, chatbot, session, k, mode, *filter_controls],
+                  "outputs": [chatbot, session, sources, question, *filter_controls],
+                  "show_progress": "minimal"}
+        question.submit(ask, **ask_io)
+        ask_btn.click(ask, **ask_io)
+        def pick_example(evt: gr.SelectData) -> str:
+            return evt.value.get("text", "") if isinstance(evt.value, dict) else str(evt.value or "")
+
+        chatbot.example_select(pick_example, None, question, show_progress="hidden", queue=False).then(ask, **ask_io)
+
+        def new_conversation(state: dict[str, Any]) -> tuple[Any, ...]:
+            fresh = _new_session()
+            fresh["stamps"] = state.get("stamps", [])
+            return ([], fresh, render.sources_html(None), gr.update(value=None, visible=False), None, "", "", "")
+
+        reset_io: dict[str, Any] = {"inputs": [session],
+                                    "outputs": [chatbot, session, sources, download, *filter_controls]}
+        new_btn.click(new_conversation, **reset_io)
+        chatbot.clear(new_conversation, **reset_io)
+        clear_btn.click(lambda: (None, "", "", ""), None, filter_controls, queue=False)
+
+        def show_turn(state: dict[str, Any], evt: gr.SelectData) -> Any:
+            idx = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+            turns = state["msg_turn"]
+            turn = turns[idx] if isinstance(idx, int) and 0 <= idx < len(turns) else None
+            if turn is None or turn == state.get("shown"):
+                return gr.skip(), state
+            state["shown"] = turn
+            return render.sources_html(state["answers"][turn], turn), state
+
+        chatbot.select(show_turn, [session], [sources, session], show_progress="hidden")
+
+        def vote(state: dict[str, Any], evt: gr.LikeData) -> None:
+            idx = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+            turns = state["msg_turn"]
+            turn = turns[idx] if isinstance(idx, int) and 0 <= idx < len(turns) else None
+            if turn is None or not isinstance(evt.liked, bool):
+                return
+            feedback.record(state["answers"][turn], evt.liked, history=state["answers"][:turn])
+            gr.Info("Thanks: feedback saved.")
+
+        chatbot.like(vote, [session], None, show_progress="hidden")
+
+        def export(state: dict[str, Any], kind: str) -> Any:
+            answers = state["answers"]
+            if not answers:
+                gr.Warning("Nothing to export yet: ask a question first.")
+                return gr.skip()
+            if kind == "md":
+                path = services.write_atomic(services.export_path(settings.home, ".md"),
+                                             conversation_markdown(answers))
+            else:
+                papers = cited_papers(answers)
+                if not papers:
+                    gr.Warning("No paper has been cited yet.")
+                    return gr.skip()
+                path = services.write_atomic(services.export_path(settings.home, ".bib"), bibtex(papers))
+            log.info("exported %s", path)
+            return gr.update(value=_served_copy(app, path), visible=True)
+
+        md_btn.click(lambda s: export(s, "md"), [session], [download])
+        bib_btn.click(lambda s: export(s, "bib"), [session], [download])
+
+        # ---- library --------------------------------------------------------------------------
+        def search(text: str, who: str, cat: str | None, y0: Any, y1: Any) -> Any:
+            try:
+                q = services.filters_from_controls(cat, who, y0, y1) or PaperQuery()
+            except InputError as e:
+                gr.Warning(str(e))
+                return gr.skip()
+            q.text = (text or "").strip() or None
+            return render.library_rows(find_papers(runtime.store, q, LIBRARY_LIMIT))
+
+        lib_inputs = [lib_text, lib_author, lib_cat, lib_from, lib_to]
+        lib_btn.click(search, lib_inputs, [table], show_progress="minimal")
+        lib_text.submit(search, lib_inputs, [table], show_progress="minimal")
+
+        def add_file(path: str | None, fmt_: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+            if not path:
+                gr.Warning("Choose a file first.")
+                return (gr.skip(),) * 7
+            src = Path(path)
+            name = src.name
+            try:
+                stored = services.accept_upload(src, settings.home / "uploads", settings.limits.upload_mb, name)
+            except PaperchatError as e:
+                return (render.notice_markdown(str(e)), *(gr.skip(),) * 5, None)
+            finally:  # the upload now lives under PAPERCHAT_HOME; drop Gradio's served copy
+                src.unlink(missing_ok=True)
+            report = services.ingest_upload(runtime, stored, None if fmt_ == "auto" else fmt_,
+                                            lambda f, m: progress(f, desc=m), display_name=name)
+            choices = services.categories(runtime)
+            rows = render.library_rows(find_papers(runtime.store, PaperQuery(), LIBRARY_LIMIT))
+            return (render.ingest_report_markdown(name, report), rows,
+                    render.stats_markdown(services.corpus_stats(runtime)), gr.update(choices=choices),
+                    gr.update(choices=choices), header(), None)
+
+        ingest_btn.click(add_file, [upload, fmt], [ingest_out, table, stats, category, lib_cat, head, upload],
+                         concurrency_limit=1, concurrency_id="ingest")
+    return app
+
+
+def launch(app: gr.Blocks, settings: Settings, block: bool = True, **overrides: Any) -> gr.Blocks:
+    """Queue and launch ``app`` with the safe defaults (``overrides`` for tests: e.g. ``server_port``)."""
+    kwargs = launch_kwargs(settings) | overrides
+    if not _is_loopback(str(kwargs["server_name"])) and not kwargs.get("auth"):
+        log.warning("serving on %s without a login: anyone who can reach it can use it "
+                    "(set PAPERCHAT_UI__USERNAME and PAPERCHAT_UI__PASSWORD)", kwargs["server_name"])
+    app.queue(**queue_kwargs(settings))
+    app.launch(prevent_thread_lock=not block, quiet=True, theme=_theme(), css=CSS, js=PAGE_JS, **kwargs)
+    return app
+
+
+def serve(settings: Settings, host: str | None = None, port: int | None = None) -> int:
+    """``paperchat serve``: ingest the sample corpus into an empty store, then serve until interrupted."""
+    ui_overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    if ui_overrides:
+        settings = settings.with_overrides(ui=ui_overrides)
+    runtime = Runtime(settings)
+    try:
+        report = services.ensure_sample(runtime, SAMPLE_DIR)
+        if report is not None:
+            log.warning("sample corpus: %s", report.summary())
+        app = build_app(runtime, settings)
+        log.warning("paperchat on http://%s:%d (Ctrl-C stops it)", settings.ui.host, settings.ui.port)
+        launch(app, settings, block=True)
+    finally:
+        runtime.close()
+    return 0

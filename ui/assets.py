@@ -1,0 +1,82 @@
+"""Static CSS and the one page script of the app (trusted, ours: no data goes into them)."""
+
+from __future__ import annotations
+
+LATEX_DELIMITERS: list[dict[str, str | bool]] = [
+    {"left": "$$", "right": "$$", "display": True},
+    {"left": "$", "right": "$", "display": False},
+]
+
+# Clicking an inline [n] opens and scrolls to its paper card. The card may appear a moment later
+# (clicking an older answer switches the sources panel to that turn first), so wait for it briefly.
+PAGE_JS = r"""
+() => {
+  document.addEventListener('click', (ev) => {
+    const a = ev.target instanceof Element ? ev.target.closest('a.pc-cite') : null;
+    if (!a) return;
+    const id = (a.getAttribute('href') || '').replace(/^#/, '');
+    if (!/^pc-card-\d+-\d+$/.test(id)) return;
+    ev.preventDefault();
+    let tries = 0;
+    const open = () => {
+      const el = document.getElementById(id);
+      if (!el) { if (tries++ < 30) setTimeout(open, 100); return; }
+      el.open = true;
+      el.scrollIntoView({behavior: 'smooth', block: 'nearest'});
+      el.classList.add('pc-flash');
+      setTimeout(() => el.classList.remove('pc-flash'), 1600);
+    };
+    open();
+  }, true);
+}
+"""
+
+CSS = """
+.gradio-container { max-width: 1500px !important; margin: 0 auto; }
+#pc-header h1 { margin-bottom: 0; font-size: 1.6em; }
+#pc-header p { margin-top: 2px; opacity: .75; }
+.pc-cite { text-decoration: none !important; font-weight: 600; color: var(--color-accent) !important;
+  padding: 0 1px; white-space: nowrap; }
+.pc-cite:hover { text-decoration: underline !important; }
+.pc-cite.pc-unsupported { color: #b45309 !important; border-bottom: 1px dashed #b45309; }
+.pc-filters { display: inline-block; font-size: .8em; padding: 1px 10px; border-radius: 999px;
+  background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary); }
+.pc-note { display: block; font-size: .82em; color: #92400e; }
+.pc-meta { display: block; font-size: .75em; opacity: .6; }
+.pc-error { color: #b91c1c; font-weight: 500; }
+.pc-cursor { opacity: .5; }
+#pc-sources { padding-right: 4px; }
+.pc-sources-head { font-size: .85em; opacity: .75; margin: 0 0 6px 0; }
+.pc-empty { opacity: .65; font-size: .9em; padding: 18px 4px; }
+.pc-card { border: 1px solid var(--border-color-primary); border-radius: 10px; margin: 0 0 8px 0;
+  background: var(--background-fill-primary); transition: box-shadow .3s; }
+.pc-card[open] { box-shadow: 0 1px 6px rgba(0,0,0,.08); }
+.pc-card.pc-card-unsupported { border-color: #f59e0b; }
+.pc-card > summary { cursor: pointer; list-style: none; display: flex; gap: 10px; padding: 10px 12px;
+  align-items: flex-start; }
+.pc-card > summary::-webkit-details-marker { display: none; }
+.pc-n { flex: none; width: 1.75em; height: 1.75em; border-radius: 50%; background: var(--color-accent);
+  color: #fff; display: inline-flex; align-items: center; justify-content: center; font-weight: 700;
+  font-size: .8em; margin-top: 1px; }
+.pc-head { display: flex; flex-direction: column; gap: 2px; min-width: 0; }
+.pc-title { font-weight: 600; line-height: 1.3; }
+.pc-byline { font-size: .82em; opacity: .7; }
+.pc-flag { font-size: .72em; color: #92400e; background: #fef3c7; border-radius: 4px; padding: 0 6px;
+  width: fit-content; }
+.pc-body { padding: 0 14px 10px 46px; font-size: .9em; }
+.pc-body p { margin: 6px 0; }
+.pc-chip { display: inline-block; font-size: .75em; border-radius: 999px; padding: 0 8px; margin: 0 4px 2px 0;
+  background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary); }
+.pc-why { background: var(--background-fill-secondary); padding: 6px 10px; border-radius: 6px; }
+.pc-authors { font-size: .85em; opacity: .75; }
+.pc-abstract { line-height: 1.55; }
+mark.pc-evidence { background: #fde68a; color: #1f2937; padding: 0 2px; border-radius: 3px; }
+.pc-links { font-size: .82em; }
+.pc-id { font-size: .9em; opacity: .7; }
+.pc-flash { box-shadow: 0 0 0 3px var(--color-accent-soft) !important; }
+#pc-stats { font-size: .95em; }
+#pc-library td, #pc-library td * { font-family: var(--font) !important; }
+#pc-clear-filters { align-self: center; }
+#pc-sources-title h3 { margin: 4px 0 6px 0; }
+#pc-lib-search { align-self: flex-end; margin-bottom: 6px; }
+"""

@@ -1,0 +1,168 @@
+"""Pure exports of a conversation: Markdown with one reference list, and BibTeX of the cited papers."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from rag.answer import Answer, Citation
+from ui.render import CITE, describe_filters, short_authors
+from ui.safe import MATH, inline, paper_links
+
+
+def cited_papers(answers: Iterable[Answer]) -> list[Citation]:
+    """Every paper cited in the conversation, once, in order of first citation."""
+    seen: dict[str, Citation] = {}
+    for a in answers:
+        for c in a.citations:
+            seen.setdefault(c.paper_id, c)
+    return list(seen.values())
+
+
+def _renumber(answer: Answer, numbers: dict[str, int]) -> str:
+    local = {c.n: numbers[c.paper_id] for c in answer.citations}
+
+    def sub(m: re.Match[str]) -> str:
+        ns = [int(x) for x in re.split(r"\s*[,;]\s*", m.group(1))]
+        return "".join(f"[{local[n]}]" if n in local else f"[{n}]" for n in ns)
+
+    out: list[str] = []
+    pos = 0
+    for m in CITE.finditer(answer.answer):
+        out.append(inline(answer.answer[pos:m.start()], "export"))
+        out.append(sub(m))  # digits and brackets only: safe as is
+        pos = m.end()
+    out.append(inline(answer.answer[pos:], "export"))
+    return "".join(out)
+
+
+def reference_markdown(g: int, c: Citation) -> str:
+    """One numbered reference line (Markdown, escaped)."""
+    parts = [f"**{inline(c.title or c.paper_id, 'export')}**"]
+    if c.authors:
+        parts.append(inline(short_authors(c.authors, 6), "export"))
+    if c.year:
+        parts.append(str(int(c.year)))
+    if c.categories:
+        parts.append("*" + inline("; ".join(c.categories), "export") + "*")
+    links = [f"[{inline(label, 'export')}](<{href}>)" for label, href in paper_links(c.paper_id, c.url)]
+    links.append("id: " + inline(c.paper_id, "export"))
+    return f"{g}. " + ". ".join(parts) + ". " + " · ".join(links)
+
+
+def conversation_markdown(answers: Sequence[Answer], exported_at: datetime | None = None) -> str:
+    """The conversation as Markdown: each question and answer, citations renumbered into one reference list."""
+    when = (exported_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    papers = cited_papers(answers)
+    numbers = {c.paper_id: i for i, c in enumerate(papers, start=1)}
+    lines = ["# paperchat conversation", "",
+             f"Exported {when} · {len(answers)} question{'s' if len(answers) != 1 else ''} · "
+             f"{len(papers)} cited paper{'s' if len(papers) != 1 else ''}", ""]
+    for i, a in enumerate(answers, start=1):
+        lines += [f"## {i}\\. {inline(a.question, 'export')}", ""]
+        applied = describe_filters(a.filters)
+        if applied:
+            lines += [f"*Filters: {inline(applied, 'export')}*", ""]
+        lines += [_renumber(a, numbers), ""]
+        for w in a.warnings:
+            lines += [f"> Note: {inline(w, 'export')}", ""]
+    if papers:
+        lines += ["## References", ""]
+        lines += [reference_markdown(numbers[c.paper_id], c) for c in papers]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ---- BibTeX ---------------------------------------------------------------------------------------
+_BIB_TEXT = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "#": r"\#", "_": r"\_", "$": r"\$",
+             "^": r"\textasciicircum{}", "~": r"\textasciitilde{}"}
+
+
+def _nested(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _bib_text(text: str, braces_ok: bool) -> str:
+    table = dict(_BIB_TEXT)
+    if braces_ok:  # BibTeX counts \{ as a brace too: only balanced ones may stay braces
+        table |= {"{": r"\{", "}": r"\}"}
+    else:
+        table |= {"{": r"\textbraceleft{}", "}": r"\textbraceright{}"}
+    return "".join(table.get(ch, ch) for ch in text)
+
+
+def bib_escape(text: str | None) -> str:
+    """Text → a BibTeX field value that parses whatever the input: specials escaped, math kept when
+    its braces balance, every brace balanced."""
+    if not text:
+        return ""
+    text = re.sub(r"\s+", " ", text).strip()
+    plain = MATH.sub("", text)
+    braces_ok = _nested(plain)
+    out: list[str] = []
+    pos = 0
+    for m in MATH.finditer(text):
+        out.append(_bib_text(text[pos:m.start()], braces_ok))
+        inner = m.group(1) if m.group(1) is not None else m.group(2)
+        fence = "$$" if m.group(1) is not None else "$"
+        out.append(fence + inner + fence if _nested(inner) and "\\" not in inner[-1:] else
+                   _bib_text(m.group(0), False))
+        pos = m.end()
+    out.append(_bib_text(text[pos:], braces_ok))
+    return "".join(out)
+
+
+def _ascii_slug(text: str) -> str:
+    s = unicodedata.normalize("NFKD", text)
+    return re.sub(r"[^a-z0-9]", "", s.encode("ascii", "ignore").decode().lower())
+
+
+def bib_key(c: Citation) -> str:
+    """A stable, ASCII citation key: first author's surname, year, first title word, id hash."""
+    surname = _ascii_slug(c.authors[0].split()[-1]) if c.authors and c.authors[0].split() else ""
+    word = next((_ascii_slug(w) for w in re.findall(r"[^\W\d_]{4,}", c.title or "") if _ascii_slug(w)), "")
+    digest = hashlib.sha1(c.paper_id.encode()).hexdigest()[:6]
+    return f"{surname or 'paper'}{c.year or ''}{word[:16]}_{digest}"
+
+
+def bib_entry(c: Citation) -> str:
+    """One ``@misc`` entry for a cited paper."""
+    fields: list[tuple[str, str]] = [("title", "{" + bib_escape(c.title or c.paper_id) + "}")]
+    if c.authors:
+        fields.append(("author", " and ".join(bib_escape(a).replace(" and ", " {and} ") for a in c.authors)))
+    if c.year:
+        fields.append(("year", str(int(c.year))))
+    kind, _, ident = c.paper_id.partition(":")
+    if kind == "arxiv":
+        fields += [("eprint", bib_escape(ident)), ("archiveprefix", "arXiv")]
+    if kind == "doi":
+        fields.append(("doi", bib_escape(ident)))
+    links = paper_links(c.paper_id, c.url)
+    if links:
+        fields.append(("url", bib_escape(links[-1][1])))
+    if c.categories:
+        fields.append(("keywords", bib_escape(", ".join(c.categories))))
+    if c.abstract:
+        fields.append(("abstract", bib_escape(c.abstract)))
+    fields.append(("note", "paperchat id: " + bib_escape(c.paper_id)))
+    body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
+    return f"@misc{{{bib_key(c)},\n{body}\n}}\n"
+
+
+def bibtex(citations: Iterable[Citation]) -> str:
+    """A ``.bib`` file of the papers (one entry per paper id, in the given order)."""
+    seen: set[str] = set()
+    entries = []
+    for c in citations:
+        if c.paper_id not in seen:
+            seen.add(c.paper_id)
+            entries.append(bib_entry(c))
+    return "% Exported by paperchat\n\n" + "\n".join(entries)

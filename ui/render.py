@@ -1,0 +1,209 @@
+"""Pure rendering for the UI: an ``Answer`` → chat Markdown and sources-panel HTML (paper cards).
+
+No Gradio here: these functions take answer objects and return strings, and the tests feed them
+hostile input. Untrusted text goes through ``ui.safe.inline``; the only links are ones we build
+(``#card`` anchors, arXiv/DOI/http(s) URLs checked by ``ui.safe.safe_url``) and nothing renders images.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rag.answer import Answer, Citation
+from rag.text import split_sentences
+from ui.safe import escape_html, inline, paper_links
+
+CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+UNSUPPORTED_TITLE = "Support unclear: the cited abstract may not back this statement"
+
+
+def card_id(turn: int, n: int) -> str:
+    """The HTML id of citation ``n``'s card in turn ``turn`` (what ``[n]`` links to)."""
+    return f"pc-card-{int(turn)}-{int(n)}"
+
+
+def short_authors(authors: Sequence[str], n: int = 3) -> str:
+    """"A, B, C et al." for display (plain text, not escaped)."""
+    names = [a for a in authors if a and a.strip()]
+    return ", ".join(names[:n]) + (" et al." if len(names) > n else "")
+
+
+def describe_filters(filters: dict[str, Any]) -> str:
+    """Applied filters in words (plain text): "author: X · category: Y · years: 2020–2024"."""
+    parts = []
+    if filters.get("author"):
+        parts.append(f"author: {filters['author']}")
+    if filters.get("category"):
+        parts.append(f"category: {filters['category']}")
+    lo, hi = filters.get("year_from"), filters.get("year_to")
+    if lo or hi:
+        parts.append(f"year: {lo}" if lo == hi else f"years: {lo or '…'}–{hi or '…'}")
+    ids = filters.get("paper_ids") or []
+    if ids:
+        parts.append(f"{len(ids)} selected paper{'s' if len(ids) != 1 else ''}")
+    return " · ".join(parts)
+
+
+def _cite_link(c: Citation | None, n: int, turn: int) -> str:
+    if c is None:  # a number the verified answer does not define: shown, not linked
+        return f"&#91;{n}&#93;"
+    title = escape_html(c.title or c.paper_id)
+    if c.supported:
+        return f'<a class="pc-cite" href="#{card_id(turn, n)}" title="{title}">&#91;{n}&#93;</a>'
+    return (f'<a class="pc-cite pc-unsupported" href="#{card_id(turn, n)}" title="{UNSUPPORTED_TITLE}: {title}">'
+            f"&#91;{n}&#8201;&#9888;&#93;</a>")
+
+
+def cited_markdown(text: str, citations: Iterable[Citation], turn: int) -> str:
+    """Answer text with every ``[n]`` (and ``[1, 2]``) turned into links to the turn's paper cards."""
+    by_n = {c.n: c for c in citations}
+    out: list[str] = []
+    pos = 0
+    for m in CITE.finditer(text):
+        out.append(inline(text[pos:m.start()], "chat"))
+        numbers = [int(x) for x in re.split(r"\s*[,;]\s*", m.group(1))]
+        out.append("".join(_cite_link(by_n.get(n), n, turn) for n in numbers))
+        pos = m.end()
+    out.append(inline(text[pos:], "chat"))
+    return "".join(out)
+
+
+def answer_markdown(answer: Answer, turn: int = 0) -> str:
+    """The chat message for a finished answer: filters used, cited text, notes, mode and time."""
+    parts: list[str] = []
+    applied = describe_filters(answer.filters)
+    if applied:
+        parts.append(f'<span class="pc-filters">Filters: {inline(applied, "chat")}</span>')
+    parts.append(cited_markdown(answer.answer.strip(), answer.citations, turn))
+    for w in answer.warnings:
+        parts.append(f'<span class="pc-note">&#9888; {inline(w, "chat")}</span>')
+    seconds = (answer.timings or {}).get("total_ms", 0.0) / 1000
+    meta = f"{inline(answer.mode, 'chat')} answer · {seconds:.2f} s"
+    if answer.citations:
+        meta += f" · {len(answer.citations)} source{'s' if len(answer.citations) != 1 else ''}"
+    parts.append(f'<span class="pc-meta">{meta}</span>')
+    return "\n\n".join(parts)
+
+
+def streaming_markdown(text: str) -> str:
+    """Partial answer text while it streams (citations not linked yet, a cursor at the end)."""
+    return inline(text, "chat") + ' <span class="pc-cursor">&#9612;</span>'
+
+
+def notice_markdown(message: str) -> str:
+    """An error or refusal shown as the assistant's message (the text is escaped)."""
+    return f'<span class="pc-error">&#9888; {inline(message, "chat")}</span>'
+
+
+def evidence_spans(abstract: str, evidence: str) -> list[tuple[int, int]]:
+    """Where the evidence sentences occur in the abstract (whitespace-insensitive), merged and sorted."""
+    spans: list[tuple[int, int]] = []
+    for sentence in split_sentences(evidence or ""):
+        words = sentence.split()
+        if len(words) < 3:
+            continue
+        m = re.search(r"\s+".join(re.escape(w) for w in words), abstract)
+        if m:
+            spans.append((m.start(), m.end()))
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def highlighted_abstract(abstract: str, evidence: str) -> str:
+    """The abstract as HTML with its evidence sentences in ``<mark>``."""
+    out: list[str] = []
+    pos = 0
+    for s, e in evidence_spans(abstract, evidence):
+        out.append(inline(abstract[pos:s], "html"))
+        out.append(f'<mark class="pc-evidence">{inline(abstract[s:e], "html")}</mark>')
+        pos = e
+    out.append(inline(abstract[pos:], "html"))
+    return "".join(out)
+
+
+def _links_html(c: Citation) -> str:
+    links = [f'<a href="{escape_html(href)}" target="_blank" rel="noopener noreferrer nofollow">'
+             f"{escape_html(label)}</a>" for label, href in paper_links(c.paper_id, c.url)]
+    links.append(f'<code class="pc-id">{escape_html(c.paper_id)}</code>')
+    return " · ".join(links)
+
+
+def card_html(c: Citation, turn: int, open_: bool = False) -> str:
+    """One paper card: a ``<details>`` whose summary line is number, title and authors."""
+    flag = (f'<span class="pc-flag" title="{UNSUPPORTED_TITLE}">&#9888; support unclear</span>'
+            if not c.supported else "")
+    meta = " · ".join(x for x in (short_authors(c.authors), str(c.year or "")) if x)
+    cats = "".join(f'<span class="pc-chip">{inline(cat, "html")}</span>' for cat in c.categories if cat)
+    summary = (f'<summary><span class="pc-n">{int(c.n)}</span><span class="pc-head">'
+               f'<span class="pc-title">{inline(c.title or c.paper_id, "html")}</span>{flag}'
+               f'<span class="pc-byline">{inline(meta, "html")}</span></span></summary>')
+    body = ['<div class="pc-body">']
+    if cats:
+        body.append(f'<div class="pc-chips">{cats}</div>')
+    if c.summary:
+        body.append(f'<p class="pc-why"><strong>On your question:</strong> {inline(c.summary, "html")}</p>')
+    if len(c.authors) > 3:
+        body.append(f'<p class="pc-authors">{inline(", ".join(c.authors), "html")}</p>')
+    body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "", c.evidence or "")}</p>')
+    body.append(f'<p class="pc-links">{_links_html(c)}</p></div>')
+    cls = "pc-card" + ("" if c.supported else " pc-card-unsupported")
+    return (f'<details class="{cls}" id="{card_id(turn, c.n)}"{" open" if open_ else ""}>'
+            + summary + "".join(body) + "</details>")
+
+
+def sources_html(answer: Answer | None, turn: int = 0) -> str:
+    """The sources panel for one answer: a head line and a card per cited paper (one line of HTML)."""
+    if answer is None:
+        return ('<div class="pc-sources"><p class="pc-empty">Ask a question: the papers an answer cites '
+                "appear here as cards, with the supporting sentences highlighted.</p></div>")
+    if not answer.citations:
+        return ('<div class="pc-sources"><p class="pc-empty">This answer cites no papers.</p></div>')
+    n = len(answer.citations)
+    head = (f'<p class="pc-sources-head">{n} paper{"s" if n != 1 else ""} cited for '
+            f'<em>{inline(answer.question, "html")}</em> · open a card for its abstract</p>')
+    cards = "".join(card_html(c, turn) for c in answer.citations)
+    return f'<div class="pc-sources">{head}{cards}</div>'
+
+
+def stats_markdown(stats: dict[str, Any]) -> str:
+    """Corpus statistics as one Markdown line of numbers."""
+    years = stats.get("years") or (None, None)
+    span = "n/a" if not years[0] else str(years[0]) if years[0] == years[1] else f"{years[0]}–{years[1]}"
+    items = [("papers", stats.get("papers", 0)), ("chunks", stats.get("chunks", 0)),
+             ("authors", stats.get("authors", 0)), ("categories", stats.get("categories", 0)), ("years", span)]
+    cells = " · ".join(f"**{inline(str(v), 'chat')}** {k}" for k, v in items)
+    model = stats.get("model")
+    return cells + (f" · model {inline(str(model), 'chat')}" if model else "")
+
+
+def library_rows(papers: Iterable[dict[str, Any]]) -> list[list[Any]]:
+    """Catalog rows (``rag.catalog.find_papers`` dicts) → table rows of plain text."""
+    rows = []
+    for p in papers:
+        rows.append([p.get("label") or p.get("id"), short_authors(p.get("authors") or [], 4),
+                     "; ".join(p.get("categories") or []), p.get("year") or "", p.get("id")])
+    return rows
+
+
+LIBRARY_HEADERS = ["Title", "Authors", "Categories", "Year", "ID"]
+
+
+def ingest_report_markdown(name: str, report: Any, limit: int = 20) -> str:
+    """An upload's outcome: counts, then whole-file errors and skipped records (escaped, at most ``limit``)."""
+    counts = (f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
+              f"duplicates {report.duplicates}, skipped {report.skipped}")
+    ok = "&#10060;" if report.failed else ("&#9888;&#65039;" if report.problems else "&#9989;")
+    lines = [f"{ok} **{inline(name, 'chat')}**: {inline(counts, 'chat')}"]
+    issues = list(report.file_errors) + list(report.problems)
+    for issue in issues[:limit]:
+        lines.append(f"- {inline(issue, 'chat')}")
+    if len(issues) > limit:
+        lines.append(f"- … and {len(issues) - limit} more")
+    return "\n".join(lines)
