@@ -652,23 +652,12 @@ class FakeOpenAIServer:
         if not isinstance(body, dict):
             self._send_error(h, 400, "The request body must be a JSON object.", "invalid_request_error")
             return
-        model = body.get("model")
-        messages = body.get("messages")
-        if not isinstance(model, str) or not model:
-            self._send_error(h, 400, "you must provide a model parameter", "invalid_request_error", param="model")
+        if not self._model_ok(h, body):
             return
+        model = body["model"]
+        messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             self._send_error(h, 400, "'messages' must be a non-empty array.", "invalid_request_error", param="messages")
-            return
-        if self.strict_model and model not in self.models:
-            self._send_error(
-                h,
-                404,
-                f"The model `{model}` does not exist or you do not have access to it.",
-                "invalid_request_error",
-                "model_not_found",
-                param="model",
-            )
             return
         try:
             text, finish_reason, chunk_delay = self._next_reply(body)
@@ -791,20 +780,9 @@ class FakeOpenAIServer:
         if not isinstance(body, dict):
             self._send_error(h, 400, "The request body must be a JSON object.", "invalid_request_error")
             return
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            self._send_error(h, 400, "you must provide a model parameter", "invalid_request_error", param="model")
+        if not self._model_ok(h, body):
             return
-        if self.strict_model and model not in self.models:
-            self._send_error(
-                h,
-                404,
-                f"The model `{model}` does not exist or you do not have access to it.",
-                "invalid_request_error",
-                "model_not_found",
-                param="model",
-            )
-            return
+        model = body["model"]
         items = self._embedding_inputs(body.get("input"))
         if items is None:
             self._send_error(
@@ -907,6 +885,18 @@ class FakeOpenAIServer:
             raise _DropConnectionError
         h.wfile.write(payload)
         h.wfile.flush()
+
+    def _model_ok(self, h: Any, body: dict[str, Any]) -> bool:
+        """Validate ``model`` as OpenAI does; on failure the error response is already sent."""
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            self._send_error(h, 400, "you must provide a model parameter", "invalid_request_error", param="model")
+            return False
+        if self.strict_model and model not in self.models:
+            self._send_error(h, 404, f"The model `{model}` does not exist or you do not have access to it.",
+                             "invalid_request_error", "model_not_found", param="model")
+            return False
+        return True
 
     def _send_error(
         self,
