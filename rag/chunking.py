@@ -60,26 +60,27 @@ def embedding_text(paper: Paper) -> str:
 
 
 def chunk_papers(papers: list[Paper], count: Counter, max_tokens: int, overlap: int = 1) -> list[list[Chunk]]:
-    """``chunk_paper`` for many papers, counting the whole texts in one tokenizer call (most fit)."""
+    """Windows of at most ``max_tokens`` embedder tokens (title included) for each paper; the whole
+    texts are counted in one tokenizer call, and only papers that do not fit are split."""
     wholes = [embedding_text(p) for p in papers]
     out = []
     for p, whole, n in zip(papers, wholes, count(wholes) if wholes else []):
-        if n <= max_tokens:
+        if n <= max_tokens:  # most abstracts fit: one window
             out.append([Chunk(0, whole, 0, len(split_sentences(p.abstract)), tokens.count_tokens(whole))])
         else:
-            out.append(chunk_paper(p, count, max_tokens, overlap))
+            out.append(_windows(p, count, max_tokens, overlap))
     return out
 
 
 def chunk_paper(paper: Paper, count: Counter, max_tokens: int, overlap: int = 1) -> list[Chunk]:
-    """Split a paper into windows of at most ``max_tokens`` embedder tokens (title included)."""
+    """Split one paper into windows of at most ``max_tokens`` embedder tokens (title included)."""
+    return chunk_papers([paper], count, max_tokens, overlap)[0]
+
+
+def _windows(paper: Paper, count: Counter, max_tokens: int, overlap: int) -> list[Chunk]:
+    """Sentence windows with ``overlap`` sentences shared, for a paper too long for one window."""
     prefix = title_prefix(paper)
     sentences = [plain_text(s) for s in split_sentences(paper.abstract)] or [plain_text(paper.abstract)]
-    # Cheap path: the whole abstract fits (most do).
-    whole = prefix + " ".join(sentences)
-    sizes = count([whole])
-    if sizes[0] <= max_tokens:
-        return [Chunk(0, whole, 0, len(sentences), tokens.count_tokens(whole))]
     prefix_cost = count([prefix])[0] - 2 if prefix else 0  # specials are counted once per chunk
     if prefix_cost > max_tokens // 3:  # an absurd title must not starve the abstract
         prefix, prefix_cost = "", 0
