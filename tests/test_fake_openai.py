@@ -419,6 +419,22 @@ def test_break_stream_raises_after_first_pieces(srv: FakeOpenAIServer) -> None:
     assert got == ["one", " two", " three"]
 
 
+def test_stall_sends_pieces_then_goes_silent_until_the_read_timeout(srv: FakeOpenAIServer) -> None:
+    srv.queue_reply("one two three four five")
+    srv.queue_fault("stall", after_chunks=2, seconds=5)
+    got: list[str] = []
+    t0 = time.monotonic()
+    stream = client(srv, timeout=0.4).chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+    with pytest.raises(openai.APITimeoutError):
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                got.append(chunk.choices[0].delta.content)
+    assert got == ["one", " two"] and time.monotonic() - t0 < 2
+    srv.queue_fault("stall", seconds=5)  # non-streaming: silence before any byte
+    with pytest.raises(openai.APITimeoutError):
+        client(srv, timeout=0.4).chat.completions.create(model=MODEL, messages=MESSAGES)
+
+
 def test_break_non_streaming_body_is_connection_error(srv: FakeOpenAIServer) -> None:
     srv.queue_fault("break_stream")
     with pytest.raises(openai.APIConnectionError):

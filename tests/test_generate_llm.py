@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -102,30 +104,115 @@ def test_a_refused_key_says_how_to_fix_it(srv, sample_hits) -> None:
         make(srv, api_key="sk-wrong").generate(GenerationInput("q?", sample_hits))
 
 
-def test_server_errors_are_upstream_errors_after_client_retries(srv, sample_hits) -> None:
+def test_server_errors_are_retried_in_one_layer_then_upstream_errors(srv, sample_hits) -> None:
+    gen = make(srv, max_retries=2)
+    assert gen.chat.root_client.max_retries == 0  # neither the openai client nor LangChain retries on its own
+    srv.queue_fault(500, retry_after=0.01, times=3)
+    with pytest.raises(UpstreamError, match=r"HTTP 500 \(3 attempts\)"):
+        gen.generate(GenerationInput("q?", sample_hits))
+    assert len(srv.chat_requests) == 3  # one try and max_retries=2 retries, nothing more
+    srv.reset()
     srv.queue_fault(500)
     with pytest.raises(UpstreamError, match="HTTP 500"):
         make(srv).generate(GenerationInput("q?", sample_hits))
+    assert len(srv.chat_requests) == 1  # max_retries=0: a single request
     srv.reset()
-    srv.queue_fault(503)
+    srv.queue_fault(503, retry_after=0.01)
     srv.queue_reply(REPLY)
     assert make(srv, max_retries=1).generate(GenerationInput("q?", sample_hits)).text == REPLY
-    assert len(srv.chat_requests) == 2  # the openai client retried once
+    assert len(srv.chat_requests) == 2
 
 
-def test_a_broken_stream_is_an_upstream_error(srv, sample_hits) -> None:
-    srv.queue_fault("break_stream", after_chunks=3)
-    got: list[str] = []
-    with pytest.raises(UpstreamError):
-        for item in make(srv).stream(GenerationInput("q?", sample_hits)):
-            got.append(item)  # type: ignore[arg-type]
-    assert 0 < len(got) <= 3
+def test_429_waits_what_retry_after_asks_within_the_budget(srv, sample_hits) -> None:
+    srv.queue_fault("429", retry_after=0.4)
+    srv.queue_reply(REPLY)
+    t0 = time.monotonic()
+    items = list(make(srv, max_retries=2).stream(GenerationInput("q?", sample_hits)))
+    assert items[-1].text == REPLY and items[-1].incomplete is None
+    assert time.monotonic() - t0 >= 0.4 and len(srv.chat_requests) == 2
+    # A wait longer than the answer's budget (timeout_s × attempts = 15 s here) is not waited for at all.
+    srv.reset()
+    srv.queue_fault("429", retry_after=120)
+    t0 = time.monotonic()
+    with pytest.raises(UpstreamError, match=r"rate limiting .*HTTP 429.*wait 120 s.*try again later"):
+        make(srv, max_retries=2).generate(GenerationInput("q?", sample_hits))
+    assert time.monotonic() - t0 < 2 and len(srv.chat_requests) == 1
 
 
-def test_a_timeout_is_an_upstream_error(srv, sample_hits) -> None:
+@pytest.mark.parametrize("kind, params, reason", [
+    ("break_stream", {"after_chunks": 4}, "the connection was lost"),
+    ("malformed_chunk", {"after_chunks": 4}, "malformed chunk"),
+    ("stream_error", {"after_chunks": 4, "message": "GPU fell over"}, "GPU fell over"),
+    ("stall", {"after_chunks": 4, "seconds": 5}, "no data for 0.5 s"),
+])
+def test_a_stream_that_breaks_keeps_the_text_received_marked_incomplete(srv, sample_hits, kind, params,
+                                                                        reason) -> None:
+    srv.queue_fault(kind, **params)
+    srv.queue_reply(REPLY)
+    t0 = time.monotonic()
+    items = list(make(srv, max_retries=2, timeout_s=0.5).stream(GenerationInput("q?", sample_hits)))
+    pieces, final = items[:-1], items[-1]
+    received = "".join(pieces)  # type: ignore[arg-type]
+    assert isinstance(final, Generation) and received and REPLY.startswith(received) and final.text == received
+    assert final.incomplete and final.incomplete in final.warnings and reason in final.incomplete
+    assert final.incomplete.startswith(f"answer incomplete: the model stream broke after {len(received)} characters")
+    assert len(srv.chat_requests) == 1  # text already shown is never retried over
+    assert time.monotonic() - t0 < 3
+
+
+def test_a_request_that_fails_before_any_text_is_retried(srv, sample_hits) -> None:
+    for kind, params in (("break_stream", {"after_chunks": 0}), ("disconnect", {}), ("stall", {"after_chunks": 0,
+                                                                                              "seconds": 5})):
+        srv.reset()
+        srv.queue_fault(kind, **params)
+        srv.queue_replies(REPLY, REPLY)  # a fault that shapes a completion uses up the first
+        final = list(make(srv, max_retries=1, timeout_s=0.5).stream(GenerationInput("q?", sample_hits)))[-1]
+        assert final.text == REPLY and final.incomplete is None, kind
+        assert len(srv.chat_requests) == 2, kind
+
+
+def test_malformed_replies_are_clear_errors_not_crashes(srv, sample_hits) -> None:
+    srv.queue_fault("malformed_chunk", after_chunks=0)
+    with pytest.raises(UpstreamError, match="malformed reply"):
+        list(make(srv, max_retries=2).stream(GenerationInput("q?", sample_hits)))
+    assert len(srv.chat_requests) == 1  # a protocol problem: retrying would not help
+    srv.reset()
+    srv.queue_fault("malformed_chunk", data="{not json at all")
+    with pytest.raises(UpstreamError, match="malformed reply"):
+        make(srv).generate(GenerationInput("q?", sample_hits))
+
+
+def test_timeouts_are_bounded_upstream_errors(srv, sample_hits) -> None:
     srv.queue_fault("timeout", seconds=3)
     with pytest.raises(UpstreamError, match="timed out"):
         make(srv, timeout_s=0.5).generate(GenerationInput("q?", sample_hits))
+    srv.reset()
+    srv.queue_fault("timeout", seconds=5, times=3)
+    t0 = time.monotonic()
+    with pytest.raises(UpstreamError, match=r"timed out after 0.5 s \(3 attempts"):
+        make(srv, timeout_s=0.5, max_retries=2).generate(GenerationInput("q?", sample_hits))
+    assert time.monotonic() - t0 < 0.5 * 3 + 0.5 + 1 + 1 and len(srv.chat_requests) == 3  # 3 timeouts, 2 pauses
+
+
+def test_a_slow_stream_stops_at_the_time_budget(srv, sample_hits) -> None:
+    srv.queue_reply(REPLY, chunk_delay=0.15)  # every piece in time, the whole answer not
+    t0 = time.monotonic()
+    final = list(make(srv, timeout_s=0.6).stream(GenerationInput("q?", sample_hits)))[-1]
+    assert time.monotonic() - t0 < 1.5
+    assert final.incomplete and "0.6 s time limit" in final.incomplete and REPLY.startswith(final.text)
+
+
+def test_connection_refused_is_an_immediate_clear_error(sample_hits) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    gen = LLMGenerator(LLMSettings(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, model="stub-model",
+                                   max_retries=3, timeout_s=5))
+    t0 = time.monotonic()
+    with pytest.raises(UpstreamError, match=rf"cannot reach the LLM endpoint http://127.0.0.1:{port}/v1: "
+                                            "connection refused.*PAPERCHAT_LLM__BASE_URL"):
+        list(gen.stream(GenerationInput("q?", sample_hits)))
+    assert time.monotonic() - t0 < 1  # no retries, no backoff
 
 
 def test_no_endpoint_is_a_config_error() -> None:

@@ -41,6 +41,7 @@ class Generation:
     summaries: dict[int, str] = field(default_factory=dict)  # n → 1-2 sentences on the question
     answerable: bool = True
     warnings: list[str] = field(default_factory=list)
+    incomplete: str | None = None  # why the text stops early (the stream broke); None for a whole answer
 
 
 class Generator(Protocol):

@@ -27,7 +27,7 @@ Replies are taken from the queue, else from ``responder(body)`` (if set and it r
 else ``default_reply``. Faults live in their own queue and are checked first: a fault that produces
 no completion (HTTP errors, ``timeout``, ``disconnect``) leaves the reply queue alone, so
 ``queue_fault("429"); queue_reply("ok")`` gives the retried request ``"ok"``. Faults that shape a
-completion (``delay``, ``break_stream``, ``malformed_chunk``, ``stream_error``) consume a reply.
+completion (``delay``, ``break_stream``, ``malformed_chunk``, ``stream_error``, ``stall``) consume a reply.
 
 Fault kinds (``FAULT_KINDS`` holds the parameters and their defaults):
 
@@ -44,6 +44,9 @@ Fault kinds (``FAULT_KINDS`` holds the parameters and their defaults):
   (``data="{not json"``) is sent, then the stream continues; non-streaming: an invalid JSON body.
 - ``"stream_error"``: after ``after_chunks=1`` content chunks, a ``data: {"error": {...}}`` event
   (``message``, ``type``, ``code``) and the stream ends; non-streaming: HTTP 500.
+- ``"stall"``: after ``after_chunks=2`` content chunks, ``seconds=30`` of silence, then the connection is
+  dropped (a model that hangs mid-answer: the client's read timeout fires first); non-streaming: the
+  same silence before any byte of the response.
 
 Every fault also takes ``path=`` (only requests to that endpoint, e.g. ``"/embeddings"``, consume it)
 and ``times=`` (queue that many copies).
@@ -104,7 +107,7 @@ _STATUS_PARAMS: dict[str, Any] = {
     "retry_after_ms": None,
     "headers": None,
 }
-_STREAM_KINDS = ("break_stream", "malformed_chunk", "stream_error")
+_STREAM_KINDS = ("break_stream", "malformed_chunk", "stream_error", "stall")
 
 #: Fault kinds and their parameters with defaults. ``"http_error"`` stands for any numeric status kind.
 FAULT_KINDS: dict[str, dict[str, Any]] = {
@@ -120,6 +123,7 @@ FAULT_KINDS: dict[str, dict[str, Any]] = {
         "type": "server_error",
         "code": None,
     },
+    "stall": {"after_chunks": 2, "seconds": 30.0},
 }
 _STATUS_ALIASES = {"rate_limit": 429, "unauthorized": 401, "server_error": 500, "overloaded": 503}
 
@@ -692,6 +696,9 @@ class FakeOpenAIServer:
             )
             return
 
+        if fault is not None and fault.kind == "stall":
+            self._sleep(float(fault.params["seconds"]))
+            raise _DropConnectionError
         if fault is not None and fault.kind == "stream_error":
             self._send_error(h, 500, fault.params["message"], fault.params["type"], fault.params["code"])
             return
@@ -764,6 +771,9 @@ class FakeOpenAIServer:
                     self._send_event(h, {"error": error})
                     self._write_chunk(h, b"")
                     return
+                elif fault.kind == "stall":
+                    self._sleep(float(fault.params["seconds"]))
+                    raise _DropConnectionError
             if i < len(pieces):
                 self._sleep(chunk_delay)
                 self._send_event(h, chunk({"content": pieces[i]}))
@@ -824,6 +834,9 @@ class FakeOpenAIServer:
             self._send_error(h, 500, f"fake embed_fn failed: {exc!r}", "server_error")
             return
         tokens = sum(count_tokens(i) if isinstance(i, str) else len(i) for i in items)
+        if fault is not None and fault.kind == "stall":
+            self._sleep(float(fault.params["seconds"]))
+            raise _DropConnectionError
         if fault is not None and fault.kind == "stream_error":
             self._send_error(h, 500, fault.params["message"], fault.params["type"], fault.params["code"])
             return
