@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,41 +74,34 @@ def evaluate(root: Path, settings: Settings, systems: dict[str, dict[str, Any]] 
              embedder: Any = None, limit: int | None = None) -> dict[str, Any]:
     """Ingest ``root`` into a throwaway store and score each system. ``systems`` maps a name to
     Retriever options (mode and retrieval-setting overrides); the default is the comparison users make."""
-    from rag.lexical import LexicalIndex
+    from evals.throwaway import throwaway_runtime
     from rag.retrieval import Retriever
-    from rag.runtime import Runtime
 
     data = read_beir(root)
     if limit:
         data.queries = dict(list(data.queries.items())[:limit])
     systems = systems or {"paperchat": {}, "bm25": {"mode": "bm25"}, "dense": {"mode": "dense"}}
-    with tempfile.TemporaryDirectory(prefix="paperchat-beir-") as tmp:
-        s = settings.with_overrides(store={"mode": "embedded", "path": Path(tmp) / "chroma", "collection": "beir"})
-        rt = Runtime(s, _embedder=embedder)
-        try:
-            t0 = time.perf_counter()
-            report = rt.ingestor().ingest([root / "corpus.jsonl"])
-            ingest_s = time.perf_counter() - t0
-            log.info("ingested %s: %s in %.1fs", root, report.summary(), ingest_s)
-            lexical = LexicalIndex(Path(tmp) / "lexical")
-            results: dict[str, Any] = {}
-            for name, opts in systems.items():
-                opts = dict(opts)
-                if name == "naive_langchain":
-                    from evals.naive import naive_langchain_run
+    with throwaway_runtime(settings, "paperchat-beir-", embedder) as rt:
+        t0 = time.perf_counter()
+        report = rt.ingestor().ingest([root / "corpus.jsonl"])
+        ingest_s = time.perf_counter() - t0
+        log.info("ingested %s: %s in %.1fs", root, report.summary(), ingest_s)
+        results: dict[str, Any] = {}
+        for name, opts in systems.items():
+            opts = dict(opts)
+            if name == "naive_langchain":
+                from evals.naive import naive_langchain_run
 
-                    results[name] = score_system(naive_langchain_run(root, rt.embedder, Path(tmp)), data, name)
-                    continue
-                mode = opts.pop("mode", "hybrid")
-                cfg = s.retrieval.model_copy(update=opts)
-                retriever = Retriever(rt.store, rt.embedder, lexical, cfg, mode=mode)
+                results[name] = score_system(naive_langchain_run(root, rt.embedder, rt.settings.home), data, name)
+                continue
+            mode = opts.pop("mode", "hybrid")
+            cfg = rt.settings.retrieval.model_copy(update=opts)
+            retriever = Retriever(rt.store, rt.embedder, rt.lexical, cfg, mode=mode)
 
-                def run(q: str, r: Retriever = retriever) -> list[str]:
-                    return [h.paper_id for h in r.search(q, k=100).hits]
+            def run(q: str, r: Retriever = retriever) -> list[str]:
+                return [h.paper_id for h in r.search(q, k=100).hits]
 
-                results[name] = score_system(run, data, name)
-                log.info("%s: %s", name, results[name])
-        finally:
-            rt.close()
+            results[name] = score_system(run, data, name)
+            log.info("%s: %s", name, results[name])
     return {"dataset": data.name, "queries": len(data.queries), "ingest_s": round(ingest_s, 1),
             "results": results}

@@ -21,6 +21,30 @@ def register(sub: Any, commands: dict[str, Any]) -> None:
     er.add_argument("--json", action="store_true", help="print one JSON object")
     commands["eval-retrieval"] = cmd_eval_retrieval
 
+    ev = sub.add_parser("eval", help="answer-quality eval of a question set: Markdown, HTML and JSON reports")
+    ev.add_argument("set", nargs="?", type=Path, help="JSONL question set (default: the bundled seed set)")
+    ev.add_argument("--out", type=Path, help="report folder (default: eval-reports/<set>-<mode>-<time>)")
+    ev.add_argument("--mode", choices=["extractive", "llm"], help="answer mode (default: llm when configured)")
+    ev.add_argument("-k", type=int, help="papers per answer (default: retrieval.k)")
+    ev.add_argument("--corpus", nargs="+", type=Path, metavar="FILE",
+                    help="ingest these into a throwaway store and evaluate there (the seed set defaults to "
+                         "data/sample/*.txt); without it other sets run on your store")
+    ev.add_argument("--current-store", action="store_true", help="run on your store even for the seed set")
+    ev.add_argument("--judge", action="store_true", help="add LLM-judged metrics (needs evals.judge_base_url)")
+    ev.add_argument("--check", nargs="?", const="default", metavar="THRESHOLDS",
+                    help="fail (exit 1) when a figure is below its threshold (default: evals/thresholds.toml)")
+    ev.add_argument("--limit", type=int, help="only the first N cases")
+    ev.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"),
+                    help="instead of running: what got better and worse from report A to report B")
+    ev.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    commands["eval"] = cmd_eval
+
+    ex = sub.add_parser("export-feedback", help="thumbs-down votes from the chat UI → a new eval set (JSONL)")
+    ex.add_argument("--out", type=Path, default=Path("feedback-set.jsonl"), help="the set to write")
+    ex.add_argument("--votes", choices=["down", "up", "all"], default="down", help="which votes to export")
+    ex.add_argument("--force", action="store_true", help="replace --out if it exists")
+    commands["export-feedback"] = cmd_export_feedback
+
 
 SYSTEM_OPTIONS: dict[str, dict[str, Any]] = {
     "paperchat": {}, "bm25": {"mode": "bm25"}, "dense": {"mode": "dense"}, "naive_langchain": {},
@@ -46,4 +70,114 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
     print(f"{'system':>16}  {'nDCG@10':>8}  {'R@100':>7}  {'MRR@10':>7}  {'ms/query':>8}")
     for name, r in out["results"].items():
         print(f"{name:>16}  {r['ndcg@10']:8.4f}  {r['recall@100']:7.4f}  {r['mrr@10']:7.4f}  {r['mean_ms']:8.1f}")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    import logging
+    import subprocess
+    import time
+    from datetime import UTC, datetime
+
+    from evals.compare import compare, to_markdown
+    from evals.gate import THRESHOLDS, check, load_thresholds
+    from evals.report import headline, load_report, write_report
+    from evals.sets import SEED, SEED_CORPUS, load_set
+    from rag.errors import InputError
+
+    if args.compare:
+        a, b = (load_report(p) for p in args.compare)
+        for rep, p in ((a, args.compare[0]), (b, args.compare[1])):
+            rep["meta"]["label"] = str(p)
+        result = compare(a, b)
+        if args.json:
+            sys.stdout.write(json.dumps({k: v for k, v in result.items() if not k.startswith("rows_")}) + "\n")
+        else:
+            sys.stdout.write(to_markdown(result))
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "compare.md").write_text(to_markdown(result), encoding="utf-8")
+        return 0
+
+    from rag.chain import resolve_mode
+    from rag.runtime import Runtime
+
+    set_path = args.set or SEED
+    cases = load_set(set_path)[: args.limit or None]
+    thresholds = load_thresholds(THRESHOLDS if args.check == "default" else Path(args.check)) if args.check else None
+    mode = resolve_mode(settings, args.mode)
+    judge = None
+    if args.judge:
+        from evals.judge import Judge
+
+        if not settings.evals.judge_base_url:
+            raise InputError("--judge needs a judge endpoint: set evals.judge_base_url "
+                             "(PAPERCHAT_EVALS__JUDGE_BASE_URL) and evals.judge_model")
+        judge = Judge(settings)
+    corpus = args.corpus
+    if corpus is None and set_path.resolve() == SEED.resolve() and not args.current_store:
+        corpus = sorted(SEED_CORPUS.glob("*.txt"))
+    stamp = datetime.now(UTC)
+    out = args.out or Path("eval-reports") / f"{set_path.stem}-{mode}-{stamp:%Y%m%d-%H%M%S}"
+    t0 = time.perf_counter()
+    if corpus:
+        from evals.throwaway import throwaway_runtime
+
+        with throwaway_runtime(settings) as rt:
+            rt.ingestor(progress=False).ingest(corpus)
+            result = _run(rt, cases, mode, args.k, judge)
+    else:
+        rt = Runtime(settings)
+        try:
+            if rt.store.count_chunks() == 0:
+                raise InputError("the store is empty: ingest papers first, or pass --corpus FILE…")
+            result = _run(rt, cases, mode, args.k, judge)
+        finally:
+            rt.close()
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parent, timeout=5).stdout.strip() or None
+    except OSError:
+        commit = None
+    result["meta"] = {
+        "set": str(set_path), "set_name": set_path.stem, "mode": mode, "k": args.k or settings.retrieval.k,
+        "cases": len(cases), "corpus": [str(p) for p in corpus] if corpus else "current store",
+        "when": f"{stamp:%Y-%m-%d %H:%M} UTC", "seconds": round(time.perf_counter() - t0, 1), "commit": commit,
+        "command": "paperchat " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["eval"] else "paperchat eval",
+        "embeddings": settings.embeddings.model, "judge": settings.evals.judge_model if judge else None,
+    }
+    paths = write_report(result, out)
+    failures = check(result, thresholds) if thresholds else []
+    if args.json:
+        sys.stdout.write(json.dumps({"summary": result["summary"], "meta": result["meta"],
+                                     "reports": {k: str(v) for k, v in paths.items()},
+                                     "gate": None if thresholds is None else {"passed": not failures,
+                                                                              "failures": failures}}) + "\n")
+    else:
+        for name, value in headline(result):
+            print(f"{name:>34}: {value}")
+        print(f"reports: {paths['html']} · {paths['md']} · {paths['json']}")
+    if failures:
+        logging.getLogger("paperchat").error("eval gate failed (%d):\n%s", len(failures), "\n".join(failures))
+        print("eval gate FAILED:\n" + "\n".join(failures), file=sys.stderr)
+        return 1
+    if thresholds is not None and not args.json:
+        print("eval gate passed")
+    return 0
+
+
+def _run(rt: Any, cases: Any, mode: str, k: int | None, judge: Any) -> dict[str, Any]:
+    from evals.run import run_eval
+    from rag.chain import AnswerChain
+
+    return run_eval(AnswerChain(rt), cases, mode=mode, k=k, judge=judge)
+
+
+def cmd_export_feedback(args: argparse.Namespace, settings: Settings) -> int:
+    from evals.feedback import export_feedback
+
+    counts = export_feedback(settings.home / "feedback.jsonl", args.out, votes=args.votes, force=args.force)
+    print(f"{counts['cases']} case(s) from {counts['votes']} vote(s) → {args.out}"
+          + (f" ({counts['skipped']} unreadable line(s) skipped)" if counts["skipped"] else ""))
+    print(f"add gold rules to the needs_review cases, then: paperchat eval {args.out}")
     return 0

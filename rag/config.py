@@ -101,6 +101,15 @@ class LimitSettings(BaseModel):
     requests_per_minute: int = Field(30, ge=1, le=10000, description="questions per UI session per minute")
 
 
+class EvalSettings(BaseModel):
+    judge_base_url: str | None = Field(None, description="OpenAI-compatible endpoint of the LLM judge; unset = "
+                                                         "deterministic metrics only")
+    judge_model: str = Field("gpt-4o-mini", description="judge model name at that endpoint")
+    judge_api_key: SecretStr | None = Field(None, description="judge API key (falls back to llm.api_key)")
+    judge_timeout_s: float = Field(60.0, gt=0, le=600, description="judge request timeout")
+    judge_max_retries: int = Field(2, ge=0, le=10, description="judge retries on 429/5xx/timeouts, in the client only")
+
+
 class Settings(BaseSettings):
     """Every knob paperchat has, with a default, a bound and a description."""
 
@@ -119,6 +128,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     ui: UISettings = Field(default_factory=UISettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    evals: EvalSettings = Field(default_factory=EvalSettings)
 
     @field_validator("home")
     @classmethod

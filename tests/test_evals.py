@@ -1,0 +1,265 @@
+"""`paperchat eval`: set validation, per-case scoring, reports, compare, the gate, the LLM judge (against the
+local stub) and the feedback → set export. Scoring is checked on hand-built answers, so a wrong rule fails."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, STUB_KEY, paperchat_cmd
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from evals.compare import compare, to_markdown  # noqa: E402
+from evals.feedback import export_feedback  # noqa: E402
+from evals.gate import check, load_thresholds  # noqa: E402
+from evals.judge import Judge, parse_verdict  # noqa: E402
+from evals.report import load_report, ordered_rows, write_report  # noqa: E402
+from evals.run import case_metrics, score_case, summarise, verdict  # noqa: E402
+from evals.sets import SEED, Case, load_set, resolve_gold  # noqa: E402
+from rag.answer import Answer, Citation  # noqa: E402
+from rag.config import get_settings  # noqa: E402
+from rag.errors import InputError  # noqa: E402
+from rag.prompts import CANNOT_ANSWER  # noqa: E402
+
+
+def cite(n: int, pid: str, supported: bool = True) -> Citation:
+    return Citation(n=n, paper_id=pid, title=f"Paper {pid}", authors=["A. Author"], categories=[], year=2024,
+                    abstract=f"Abstract of {pid}.", summary="s", evidence="e", supported=supported)
+
+
+def answer(text: str, cited: list[str], retrieved: list[str], warnings: list[str] | None = None,
+           unsupported: tuple[str, ...] = ()) -> Answer:
+    return Answer(question="q", standalone_question="q", answer=text, answerable=bool(cited), mode="extractive",
+                  citations=[cite(i + 1, p, p not in unsupported) for i, p in enumerate(cited)],
+                  retrieved=[{"paper_id": p, "score": 1.0 / (i + 1)} for i, p in enumerate(retrieved)],
+                  timings={"retrieve_ms": 10.0, "total_ms": 20.0}, warnings=warnings or [])
+
+
+def refusal() -> Answer:
+    return Answer(question="q", standalone_question="q", answer=CANNOT_ANSWER, answerable=False,
+                  mode="extractive", retrieved=[{"paper_id": "x", "score": 0.1}], timings={"total_ms": 5.0})
+
+
+# ---- sets -------------------------------------------------------------------------------------------
+def test_the_seed_set_loads_with_its_documented_mix() -> None:
+    cases = load_set(SEED)
+    kinds = [c.type for c in cases]
+    assert len(cases) == 60 and kinds.count("single") == 22 and kinds.count("out-of-corpus") == 8
+    assert all(c.labelled for c in cases) and all(len(c.turns) >= 2 for c in cases if c.type == "follow-up")
+
+
+@pytest.mark.parametrize(("line", "needle"), [
+    ("not json", "not JSON"),
+    ('{"id": "a", "type": "weird", "question": "q"}', "field 'type'"),
+    ('{"id": "a", "type": "single"}', "field 'question'"),
+    ('{"id": "a", "type": "single", "question": "q", "gold": [{"authr": "x"}]}', "field 'gold[0]'"),
+    ('{"id": "a", "type": "follow-up", "turns": ["only one"]}', "at least two turns"),
+    ('{"id": "a", "type": "out-of-corpus", "question": "q", "answerable": true}', "field 'answerable'"),
+    ('{"id": "a", "type": "single", "question": "q", "colour": 1}', "unknown field"),
+])
+def test_bad_cases_are_refused_naming_file_line_and_field(tmp_path: Path, line: str, needle: str) -> None:
+    p = tmp_path / "set.jsonl"
+    p.write_text('{"id": "ok", "type": "single", "question": "fine?"}\n\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        load_set(p)
+    assert needle in str(e.value) and f"{p}:3" in str(e.value)
+
+
+def test_duplicate_ids_name_both_lines(tmp_path: Path) -> None:
+    p = tmp_path / "dup.jsonl"
+    p.write_text('{"id": "a", "type": "single", "question": "x"}\n{"id": "a", "type": "single", "question": "y"}\n')
+    with pytest.raises(InputError, match=r"already used on line 1") as e:
+        load_set(p)
+    assert f"{p}:2" in str(e.value)
+
+
+def test_gold_rules_resolve_by_id_author_and_prefix() -> None:
+    papers = [{"paper_id": "p1", "authors": ["Leif Döring"], "abstract": "We study  $65\\%$ of bandits.", "title": ""},
+              {"paper_id": "p2", "authors": ["Leif Doring"], "abstract": "Another paper.", "title": "T"}]
+    assert resolve_gold([{"author": "leif doring", "abstract_prefix": "we study 65%"}], papers) == ["p1"]
+    assert resolve_gold([{"author": "Leif Doring"}], papers) == [None]  # ambiguous → unresolved
+    assert resolve_gold([{"paper_id": "p2"}, {"id": "nope"}], papers) == ["p2", None]
+
+
+# ---- scoring ----------------------------------------------------------------------------------------
+def test_case_metrics_by_hand() -> None:
+    case = Case(id="m", type="multi", turns=["q"], gold=[{"id": "a"}, {"id": "b"}], facts=["alpha", "beta"])
+    ans = answer("alpha [1] and more [2]", ["a", "x"], ["a", "x", "y", "b"],
+                 warnings=["removed citation [7]: there are only 4 sources"], unsupported=("x",))
+    m = case_metrics(case, ["a", "b"], ans)
+    assert m["citation_validity"] == pytest.approx(2 / 3)  # two valid, one removed by the verifier
+    assert m["support_rate"] == pytest.approx(1 / 2)
+    assert m["citation_precision"] == pytest.approx(1 / 2) and m["citation_recall"] == pytest.approx(1 / 2)
+    assert m["recall@k"] == pytest.approx(1.0) and m["mrr@10"] == pytest.approx(1.0)
+    assert m["ndcg@10"] == pytest.approx((1 + 1 / 2.321928) / (1 + 1 / 1.584963), rel=1e-4)
+    assert m["fact_recall"] == pytest.approx(1 / 2)
+    assert verdict(case, ["a", "b"], ans) == (False, "1 of 2 gold papers not cited")
+
+
+def test_verdicts_by_type() -> None:
+    single = Case(id="s", type="single", turns=["q"], gold=[{"id": "a"}])
+    assert verdict(single, ["a"], answer("t [1] [2]", ["a", "b"], ["a", "b"]))[0] is True
+    assert verdict(single, ["a"], answer("t [1] [2]", ["b", "a"], ["b", "a"])) == (
+        False, "gold paper cited as [2], not first")
+    assert verdict(single, ["a"], refusal()) == (False, "gave the cannot-answer reply to an answerable question")
+    assert verdict(single, [None], answer("t [1]", ["a"], ["a"]))[0] is False  # unresolved gold fails loudly
+    ooc = Case(id="o", type="out-of-corpus", turns=["q"], answerable=False)
+    assert verdict(ooc, [], refusal()) == (True, "")
+    assert verdict(ooc, [], answer("made up [1]", ["a"], ["a"]))[0] is False
+    follow = Case(id="f", type="follow-up", turns=["q1", "q2"], gold=[{"id": "a"}])
+    assert verdict(follow, ["a"], answer("t [1]", ["b"], ["b", "a"]))[0] is True
+    review = Case(id="r", type="single", turns=["q"], needs_review=True)
+    assert verdict(review, [], answer("t [1]", ["a"], ["a"])) == (None, "unlabelled (needs gold papers)")
+
+
+def _rows() -> list[dict]:
+    s = Case(id="s1", type="single", turns=["which?"], gold=[{"id": "a"}], facts=["alpha"])
+    o = Case(id="o1", type="out-of-corpus", turns=["<script>alert(1)</script> cooking?"], answerable=False)
+    r = Case(id="r1", type="single", turns=["unlabelled?"], needs_review=True)
+    return [score_case(s, ["a"], answer("beta [1]", ["b"], ["b", "a"]), {"a": "Paper A"}),
+            score_case(o, [], refusal(), {}),
+            score_case(r, [], answer("x [1]", ["a"], ["a"]), {})]
+
+
+def test_summary_and_failures_first() -> None:
+    rows = _rows()
+    s = summarise(rows)
+    assert (s["cases"], s["labelled"], s["passed"]) == (3, 2, 1)
+    assert s["by_type"] == {"out-of-corpus": {"n": 1, "pass_rate": 1.0}, "single": {"n": 1, "pass_rate": 0.0}}
+    assert s["answer"]["cannot_answer_accuracy"] == 1.0 and s["answer"]["false_refusal_rate"] == 0.0
+    assert s["metrics"]["fact_recall"] == {"mean": 0.0, "n": 1}
+    assert s["metrics"]["mrr@10"]["mean"] == pytest.approx(0.5)
+    assert s["latency_ms"]["total_ms"]["p95"] == 20.0
+    assert [r["id"] for r in ordered_rows(rows)] == ["s1", "r1", "o1"]
+
+
+def test_reports_are_written_self_contained_and_escaped(tmp_path: Path) -> None:
+    rows = _rows()
+    report = {"summary": summarise(rows), "rows": rows,
+              "meta": {"set_name": "t", "mode": "extractive", "k": 5, "cases": 3, "when": "now", "seconds": 1.0,
+                       "command": "paperchat eval t.jsonl", "commit": "abc"}}
+    paths = write_report(report, tmp_path / "out")
+    page = paths["html"].read_text()
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.count("<svg") == 3 and not any(x in page for x in ("src=", "href=", "@import", "url("))
+    assert "default-src 'none'" in page  # and a CSP that would block any outside request anyway
+    assert page.index("s1") < page.index("o1")  # the failure comes first
+    md = paths["md"].read_text()
+    assert "| FAIL | s1 | single |" in md and "gold paper not cited" in md
+    assert load_report(tmp_path / "out")["summary"]["passed"] == 1
+    with pytest.raises(InputError, match="no eval report"):
+        load_report(tmp_path)
+
+
+def test_compare_names_what_broke_and_what_was_fixed() -> None:
+    rows_a, rows_b = _rows(), _rows()
+    rows_b[0] = {**rows_b[0], "ok": True, "why": ""}
+    rows_b[1] = {**rows_b[1], "ok": False, "why": "answered an out-of-corpus question (cited 1)"}
+    meta = {"label": "A"}
+    a = {"meta": meta, "summary": summarise(rows_a), "rows": rows_a}
+    b = {"meta": {"label": "B"}, "summary": summarise(rows_b), "rows": rows_b}
+    c = compare(a, b)
+    assert c["fixed"] == ["s1"] and c["broke"] == ["o1"]
+    md = to_markdown(c)
+    assert "Now failing (were passing): 1" in md and "**o1**" in md and "answered an out-of-corpus" in md
+    assert "| pass rate: out-of-corpus | 100.0% | 0.0% | WORSE (-100.0 pts) |" in md
+
+
+def test_gate_failure_names_the_failing_questions(tmp_path: Path) -> None:
+    rows = _rows()
+    report = {"summary": summarise(rows), "rows": rows}
+    failures = check(report, {"pass_rate": {"single": 0.9, "out-of-corpus": 1.0}, "metrics": {"fact_recall": 0.5},
+                              "answer": {"false_refusal_rate": 0.1}, "latency_ms": {"total_ms_p95": 10}})
+    assert len(failures) == 3
+    assert failures[0].startswith("[pass_rate] single = 0 < 0.9") and "s1: 'which?'" in failures[0]
+    assert "[metrics] fact_recall" in failures[1] and "s1" in failures[1]
+    assert "[latency_ms] total_ms_p95 = 20 > 10" in failures[2]
+    assert check(report, {"pass_rate": {"out-of-corpus": 1.0}}) == []
+    bad = tmp_path / "t.toml"
+    bad.write_text("[speed]\nx = 1\n")
+    with pytest.raises(InputError, match=r"unknown table \[speed\]"):
+        load_thresholds(bad)
+    assert load_thresholds()["pass_rate"]["out-of-corpus"] == 1.0  # the committed file parses
+
+
+# ---- LLM judge ---------------------------------------------------------------------------------------
+def test_judge_verdicts_parse_strictly() -> None:
+    v = parse_verdict('Sure: {"faithfulness": 0.5, "relevance": 1, "citations": [{"n": 1, "supported": true},'
+                      ' {"n": 2, "supported": false}, {"n": 9, "supported": true}]}', [1, 2])
+    assert (v.faithfulness, v.relevance, v.citation_support, v.error) == (0.5, 1.0, 0.5, None)
+    assert parse_verdict("no idea", [1]).error == "the judge reply has no JSON object"
+    bad = parse_verdict('{"faithfulness": 7, "relevance": "high"}', [1])
+    assert bad.faithfulness is None and "faithfulness / relevance" in (bad.error or "")
+
+
+def test_judge_against_the_local_stub(srv, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERCHAT_EVALS__JUDGE_BASE_URL", srv.base_url)
+    monkeypatch.setenv("PAPERCHAT_EVALS__JUDGE_MODEL", "stub-model")
+    monkeypatch.setenv("PAPERCHAT_EVALS__JUDGE_API_KEY", STUB_KEY)
+    judge = Judge(get_settings())
+    srv.queue_reply('{"faithfulness": 0.75, "relevance": 0.9, "citations": [{"n": 1, "supported": true}]}')
+    v = judge.score("which?", answer("alpha [1]", ["a"], ["a"]))
+    assert (v.faithfulness, v.relevance, v.citation_support) == (0.75, 0.9, 1.0)
+    sent = srv.chat_requests[-1]
+    assert sent["model"] == "stub-model" and sent["temperature"] == 0
+    assert "Abstract of a." in sent["messages"][-1]["content"] and "<abstracts>" in sent["messages"][-1]["content"]
+    srv.queue_reply("I refuse to grade.")
+    assert judge.score("which?", answer("alpha [1]", ["a"], ["a"])).error == "the judge reply has no JSON object"
+    n = len(srv.chat_requests)
+    assert judge.score("q", refusal()).to_dict() == {} and len(srv.chat_requests) == n  # refusals not judged
+    srv.queue_fault("401")
+    assert "judge request failed" in (judge.score("q", answer("a [1]", ["a"], ["a"])).error or "")
+
+
+# ---- feedback → set ----------------------------------------------------------------------------------
+def test_thumbs_down_feedback_exports_to_a_loadable_set(tmp_path: Path) -> None:
+    from ui.services import FeedbackLog
+
+    log = FeedbackLog(tmp_path / "feedback.jsonl")
+    bad = answer("wrong [1]", ["x"], ["x"])
+    log.record(bad, liked=False)
+    first = answer("about EPPO [1]", ["a"], ["a"])
+    first.question = first.standalone_question = "What is EPPO?"
+    follow = answer("it penalizes [1]", ["a"], ["a"])
+    follow.question, follow.standalone_question = "What does it penalize?", "What does EPPO penalize?"
+    log.record(follow, liked=False, history=[first])
+    log.record(first, liked=True)
+    with (tmp_path / "feedback.jsonl").open("a") as f:
+        f.write("{broken\n")
+    out = tmp_path / "sets" / "fb.jsonl"
+    counts = export_feedback(tmp_path / "feedback.jsonl", out)
+    assert counts == {"votes": 3, "cases": 2, "skipped": 1}
+    cases = load_set(out)
+    assert [c.type for c in cases] == ["single", "follow-up"] and all(c.needs_review for c in cases)
+    assert cases[1].turns == ["What is EPPO?", "What does it penalize?"]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows[0]["flagged_citations"] == ["Paper x"] and rows[0]["answer_was"] == "wrong [1]"
+    with pytest.raises(InputError, match="exists; pass --force"):
+        export_feedback(tmp_path / "feedback.jsonl", out)
+    export_feedback(tmp_path / "feedback.jsonl", out, votes="up", force=True)
+    (liked,) = load_set(out)
+    assert liked.labelled and liked.gold[0]["paper_id"] == "a"
+
+
+# ---- the command -------------------------------------------------------------------------------------
+def test_eval_command_writes_reports_and_the_gate_fails_naming_questions(tmp_path: Path) -> None:
+    strict = tmp_path / "strict.toml"
+    strict.write_text("[pass_rate]\noverall = 1.0\n[latency_ms]\ntotal_ms_p95 = 0.001\n")
+    out = tmp_path / "run"
+    proc = subprocess.run(paperchat_cmd("eval", "--limit", "8", "--out", str(out), "--check", str(strict)),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "eval gate FAILED" in proc.stderr and "[latency_ms] total_ms_p95" in proc.stderr
+    assert "single-01: 'How does GCA generalize" in proc.stderr  # the failing questions are named
+    report = json.loads((out / "report.json").read_text())
+    assert report["summary"]["cases"] == 8 and report["meta"]["mode"] == "extractive"
+    assert report["summary"]["by_type"]["single"]["pass_rate"] >= 0.75
+    assert (out / "report.html").stat().st_size > 2000 and "| metric | value |" in (out / "report.md").read_text()
+    cmp = subprocess.run(paperchat_cmd("eval", "--compare", str(out), str(out)), capture_output=True, text=True,
+                         timeout=300)
+    assert cmp.returncode == 0 and "| pass rate | " in cmp.stdout and "Now failing (were passing): 0" in cmp.stdout
