@@ -36,6 +36,12 @@ test: $(STAMP) browser ## run lint and the whole test suite (installs Debian's c
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 
+eval: $(STAMP) ## answer-quality eval of the seed set, gated by evals/thresholds.toml → eval-reports/seed/
+	$(BIN)/paperchat eval --out eval-reports/seed --check
+
+eval-retrieval: $(STAMP) ## paperchat vs BM25, dense and naive LangChain on Cranfield (nDCG@10, R@100, MRR@10)
+	$(BIN)/paperchat eval-retrieval ../shared/datasets/cranfield
+
 bench-ingest: $(STAMP) ## ingest throughput vs the bare encoder on Cranfield → docs/benchmarks.md
 	$(BIN)/python -m bench.ingest_ratio
 
@@ -50,4 +56,4 @@ bench: bench-ingest bench-retrieval bench-latency ## every benchmark
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run chat browser test bench bench-ingest bench-retrieval bench-latency clean
+.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-latency clean
