@@ -12,16 +12,16 @@ import re
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rag import loaders
+from rag import limits, loaders
 from rag.answer import Answer
 from rag.catalog import PaperQuery
-from rag.errors import BudgetExceeded, InputError
+from rag.config import LimitSettings
+from rag.errors import InputError
 from rag.ingest import IngestReport
 from rag.runtime import Runtime
 from rag.text import key_phrase
@@ -94,14 +94,9 @@ class FeedbackLog:
 
 # ---- rate limit ------------------------------------------------------------------------------------
 def check_rate(stamps: Sequence[float], limit: int, now: float | None = None, window: float = 60.0) -> list[float]:
-    """The session's question times within the window plus this one; ``BudgetExceeded`` past ``limit``."""
-    now = time.monotonic() if now is None else now
-    recent = [t for t in stamps if now - t < window]
-    if len(recent) >= limit:
-        wait = int(window - (now - recent[0])) + 1
-        raise BudgetExceeded(f"too many questions: the limit is {limit} a minute "
-                             f"(PAPERCHAT_LIMITS__REQUESTS_PER_MINUTE); try again in {wait} s")
-    return recent + [now]
+    """The session's question times within the window plus this one; ``BudgetExceeded`` past ``limit``
+    (``rag.limits.check_rate``)."""
+    return limits.check_rate(stamps, limit, now=now, window=window)
 
 
 # ---- filters ↔ controls --------------------------------------------------------------------------------
@@ -194,10 +189,7 @@ def accept_upload(src: Path, uploads: Path, limit_mb: float, original_name: str 
     if suffix not in UPLOAD_SUFFIXES:
         raise InputError(f"unsupported file type {suffix or '(none)'}: upload one of {', '.join(UPLOAD_SUFFIXES)}",
                          where=name)
-    size = src.stat().st_size
-    if size > limit_mb * 1024 * 1024:
-        raise BudgetExceeded(f"the file has {size / 1e6:.1f} MB; the upload limit is {limit_mb:g} MB "
-                             "(PAPERCHAT_LIMITS__UPLOAD_MB)")
+    limits.check_upload(src.stat().st_size, LimitSettings(upload_mb=limit_mb))
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).stem).strip("._")[:60] or "upload"
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     dest = uploads / f"{stamp}-{os.urandom(3).hex()}-{stem}{suffix}"

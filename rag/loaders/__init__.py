@@ -14,6 +14,7 @@ that has to be skipped is a ``RecordProblem`` (``file:line: reason``), or an ``I
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from rag.loaders.arxiv import ArxivAtomLoader, ArxivJsonlLoader
 from rag.loaders.base import Item, Loader, LoadResult, RecordProblem
 from rag.loaders.beir import CORPUS, BeirLoader
 from rag.loaders.bibtex import BibtexLoader
-from rag.loaders.common import FORMATS, check_file, head_text, path_of, require_utf8
+from rag.loaders.common import ABSTRACT_CHARS, FORMATS, check_file, head_text, path_of, require_utf8
 from rag.loaders.listing import ListingLoader
 from rag.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
 
@@ -69,11 +70,13 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 
 def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
-                 mapping: dict[str, str] | None = None) -> Iterator[Item]:
+                 mapping: dict[str, str] | None = None, abstract_chars: int | None = None) -> Iterator[Item]:
     """Stream the papers of ``path`` (``Paper``) and the records that had to be skipped (``RecordProblem``).
 
     Whole-file problems (missing, unreadable, empty, binary, wrong encoding, unparseable, a mapping naming
-    a missing column) raise ``InputError`` when this is called, before anything is yielded.
+    a missing column) raise ``InputError`` when this is called, before anything is yielded. Abstracts longer
+    than ``abstract_chars`` (default: ``limits.abstract_chars``' default) are cut, with a warning naming
+    ``file:line``.
     """
     p = path_of(path)
     if fmt is None:
@@ -94,27 +97,38 @@ def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
         head = check_file(p)
     if fmt not in ("csv", "arxiv-atom"):  # CSV falls back to cp1252; XML declares its own encoding
         require_utf8(p, head)
-    return _guard(LOADERS[fmt].iter_records(p, mapping), p)
+    ctx = contextvars.copy_context()
+    if abstract_chars is not None:
+        ctx.run(ABSTRACT_CHARS.set, abstract_chars)
+    loader = LOADERS[fmt]
+    return _guard(ctx, ctx.run(loader.iter_records, p, mapping), p)
 
 
-def _guard(items: Iterator[Item], path: Path) -> Iterator[Item]:
-    """Turn I/O failures in mid-stream into one ``InputError``."""
-    try:
-        yield from items
-    except OSError as e:
-        raise InputError(f"reading failed: {e.strerror or e}", where=str(path)) from None
-    except RecursionError:
-        raise InputError("the data is nested too deeply", where=str(path)) from None
+def _guard(ctx: contextvars.Context, items: Iterator[Item], path: Path) -> Iterator[Item]:
+    """Run every step of the loader in ``ctx`` (which holds the abstract limit) and turn I/O failures in
+    mid-stream into one ``InputError``."""
+    it = iter(items)
+    while True:
+        try:
+            item = ctx.run(next, it, None)
+        except OSError as e:
+            raise InputError(f"reading failed: {e.strerror or e}", where=str(path)) from None
+        except RecursionError:
+            raise InputError("the data is nested too deeply", where=str(path)) from None
+        if item is None:
+            return
+        yield item
 
 
 def load(path: str | os.PathLike[str], *, fmt: str | None = None, mapping: dict[str, str] | None = None,
-         strict: bool = False) -> LoadResult:
+         strict: bool = False, abstract_chars: int | None = None) -> LoadResult:
     """Load every paper of ``path``. Skipped records are collected in ``problems``; with ``strict=True`` the
-    first one raises ``InputError`` naming ``file:line`` and the reason."""
+    first one raises ``InputError`` naming ``file:line`` and the reason. ``abstract_chars`` as in
+    ``iter_records``."""
     p = path_of(path)
     fmt = fmt or detect_format(p)
     result = LoadResult(format=fmt)
-    for item in iter_records(p, fmt=fmt, mapping=mapping):
+    for item in iter_records(p, fmt=fmt, mapping=mapping, abstract_chars=abstract_chars):
         if isinstance(item, RecordProblem):
             if strict:
                 raise InputError(item.reason, where=f"{item.file}:{item.line}")

@@ -7,6 +7,7 @@ record-level problems become a ``RecordProblem`` so one bad record never loses t
 from __future__ import annotations
 
 import codecs
+import contextvars
 import logging
 import os
 from collections.abc import Callable, Generator
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rag.errors import InputError
+from rag.limits import DEFAULTS, cap_abstract
 from rag.loaders.base import RecordProblem
 from rag.loaders.fields import (  # noqa: F401  (re-exported: the loaders import field helpers from here)
     as_text,
@@ -34,6 +36,9 @@ FORMATS = ("listing", "arxiv-jsonl", "arxiv-atom", "bibtex", "csv", "json", "jso
 HEAD_BYTES = 64 * 1024
 MIN_ABSTRACT_CHARS = 20
 MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024  # formats that must be parsed in one piece (JSON, BibTeX, Atom)
+MAX_LINE_BYTES = 64 * 1024 * 1024  # line formats (JSONL, CSV): longer lines are not records
+# limits.abstract_chars for the records being read; ``rag.loaders.iter_records`` sets it around every step.
+ABSTRACT_CHARS: contextvars.ContextVar[int] = contextvars.ContextVar("abstract_chars", default=DEFAULTS.abstract_chars)
 
 _MAGIC = {b"\x1f\x8b": "gzip-compressed; decompress it first", b"PK\x03\x04": "a zip archive; extract it first",
           b"%PDF": "a PDF; paperchat reads abstracts from text exports, not PDFs",
@@ -133,7 +138,10 @@ def iter_lines(path: Path, encoding: str = "utf-8", keepends: bool = False,
     Reads bytes line by line, so a multi-GB file is never held in memory. A UTF-8 BOM is dropped.
     """
     with open_binary(path) as f:
-        for n, raw in enumerate(f, 1):
+        for n, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(raw) > MAX_LINE_BYTES:  # one record is never this long: a binary blob, or not a line format
+                raise InputError(f"line {n} is longer than {MAX_LINE_BYTES // 2**20} MiB; not a file of records",
+                                 where=f"{path}:{n}")
             if n == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8):]
             try:
@@ -170,7 +178,14 @@ def make_paper(path: Path, line: int, *, abstract: Any, title: Any = None, autho
     raw = as_text(abstract)
     if raw is None or not raw.strip():
         return problem(path, line, "no abstract")
-    text = normalize_abstract(fix_latex(raw))
+    limit = ABSTRACT_CHARS.get()
+    size = len(raw)
+    if size > 2 * limit:  # normalising only shortens text much, so the rest would be cut anyway: skip the work
+        raw = raw[:2 * limit]
+    text, cut = cap_abstract(normalize_abstract(fix_latex(raw)), limit)
+    if cut:
+        log.warning("%s:%d: the abstract has %d characters; cut to %d (PAPERCHAT_LIMITS__ABSTRACT_CHARS)",
+                    path, line, size, len(text))
     if len(text) < MIN_ABSTRACT_CHARS:
         return problem(path, line, f"abstract too short ({len(text)} characters): {text!r}")
     arxiv = clean_arxiv_id(as_text(arxiv_id))

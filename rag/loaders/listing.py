@@ -97,7 +97,9 @@ class ListingLoader:
     def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
         """Parse the whole listing (it is a scraped page, small) and stream papers and problems."""
         text = read_text(path)
-        lines = _join_wrapped([(n, fold(ln)) for n, ln in enumerate(text.splitlines(), 1) if ln.strip()])
+        # Lines end at \n only (str.splitlines also breaks at \x0b, \x1c, \u2028…, which would put every
+        # later line number off from what an editor shows).
+        lines = _join_wrapped([(n, fold(ln)) for n, ln in enumerate(text.split("\n"), 1) if ln.strip()])
         if not any(is_prose(ln) for _, ln in lines):
             raise InputError("no abstract found: not a listing (expected blocks of category, authors and a long "
                              "abstract line)", where=str(path))

@@ -21,6 +21,7 @@ from rag.loaders.arxiv import first_json_object, iter_json_lines
 from rag.loaders.base import Item
 from rag.loaders.common import (
     HEAD_BYTES,
+    MAX_LINE_BYTES,
     iter_lines,
     make_paper,
     problem,
@@ -45,6 +46,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "venue": ("venue", "journal", "booktitle", "conference", "publicationtitle", "journalref"),
 }
 FIELDS = tuple(ALIASES)
+# The csv module refuses fields over 128 KiB by default, which would break a file at its first long abstract;
+# a field may be as long as a line may be (process-wide, but only ever raised).
+csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
 _LIST_KEYS = ("papers", "records", "items", "data", "results", "entries", "documents")
 
 
