@@ -37,6 +37,8 @@ class Answer:
         standalone_question  str   what retrieval used (follow-ups rewritten, filter phrases removed)
         answer               str   text with [n] markers, or exactly CANNOT_ANSWER
         answerable           bool  false for the cannot-answer reply
+        complete             bool  false when the model's stream broke off: ``answer`` is the part received
+                                   (its citations verified like any other), and a warning says why
         mode                 str   "extractive" | "llm"
         filters              dict  applied filters: author, category, year_from, year_to, paper_ids
         citations            list  in [n] order: n, paper_id, title (title or display label), authors,
@@ -45,7 +47,8 @@ class Answer:
         retrieved            list  {paper_id, score}, best first (score: fused retrieval score)
         timings              dict  milliseconds per stage (condense_ms, retrieve_ms, retrieve_*_ms,
                                    generate_ms, verify_ms) and total_ms
-        warnings             list  str: removed citations, unsupported statements, ignored filters…
+        warnings             list  str: removed citations, unsupported statements, ignored filters, why an
+                                   answer is incomplete…
     """
 
     question: str
@@ -58,6 +61,7 @@ class Answer:
     retrieved: list[dict[str, Any]] = field(default_factory=list)  # [{paper_id, score}], best first
     timings: dict[str, float] = field(default_factory=dict)  # ms per stage and total_ms
     warnings: list[str] = field(default_factory=list)
+    complete: bool = True  # false: the LLM stream broke off and ``answer`` is the verified part received
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON schema of ``paperchat ask --json`` (one object per turn)."""
@@ -66,6 +70,7 @@ class Answer:
             "standalone_question": self.standalone_question,
             "answer": self.answer,
             "answerable": self.answerable,
+            "complete": self.complete,
             "mode": self.mode,
             "filters": dict(self.filters),
             "citations": [c.to_dict() for c in self.citations],

@@ -29,7 +29,7 @@ from rag.condense import (
     prefer_previous,
 )
 from rag.config import Settings
-from rag.errors import BudgetExceeded, ConfigError, InputError
+from rag.errors import BudgetExceeded, ConfigError, InputError, UpstreamError
 from rag.generate import Generation, GenerationInput, Generator, Mode
 from rag.generate.evidence import EvidenceIndex, QuestionScorer, content_terms
 from rag.generate.extractive import ExtractiveGenerator
@@ -125,7 +125,8 @@ class AnswerChain:
     def stream(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
                filters: PaperQuery | None = None, mode: Mode | None = None) -> Iterator[str | Answer]:
         """Answer text pieces as they are produced, then the verified ``Answer`` (whose text may differ:
-        invalid citations removed, numbers renumbered)."""
+        invalid citations removed, numbers renumbered). When the model's stream breaks off, the ``Answer`` is
+        the verified part received with ``complete=False``; if that part cites nothing, ``UpstreamError``."""
         state = self._retrieve(self._condense(self._start(question, history, k, filters, mode)))
         t0 = time.perf_counter()
         gen: Generation | None = None
@@ -249,6 +250,11 @@ class AnswerChain:
         t0 = time.perf_counter()
         gen: Generation = state["generation"]
         checked = verify(gen, self.evidence)
+        if gen.incomplete and not checked.answerable:
+            # The stream broke before the model cited anything: there is no verified part to show, and the
+            # cannot-answer sentence would blame the papers for an outage.
+            raise UpstreamError(f"{gen.incomplete}, before it cited any paper, so there is nothing verified to "
+                                "show; ask again")
         timings = state["timings"]
         timings["verify_ms"] = (time.perf_counter() - t0) * 1000
         timings["total_ms"] = (time.perf_counter() - state["t0"]) * 1000
@@ -263,7 +269,7 @@ class AnswerChain:
             answerable=checked.answerable, mode=state["mode"], filters=filters_dict(filters),
             citations=checked.citations,
             retrieved=[{"paper_id": h.paper_id, "score": float(h.score)} for h in state["hits"]],
-            timings=timings, warnings=list(dict.fromkeys(warnings)))
+            timings=timings, warnings=list(dict.fromkeys(warnings)), complete=gen.incomplete is None)
 
 
 class Conversation:

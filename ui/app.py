@@ -188,6 +188,7 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                 return
             chat = list(chat or []) + [{"role": "user", "content": inline(text, "chat")}]
             state["msg_turn"].append(None)
+            streamed = ""
             try:
                 limit = settings.limits.question_chars
                 if len(text) > limit:
@@ -198,7 +199,7 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                 chat.append({"role": "assistant", "content": render.streaming_markdown("")})
                 state["msg_turn"].append(None)
                 yield chat, state, gr.skip(), "", *(gr.skip(),) * 4
-                streamed, answer = "", None
+                answer = None
                 for item in chain.stream(text, history=state["answers"], k=int(k_), filters=filters,
                                          mode=chain.resolve_mode(mode_)):
                     if isinstance(item, Answer):
@@ -223,7 +224,11 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                 else:  # a bug or an outage: the details go to the log, not to the browser
                     log.exception("answering %r failed", text[:200])
                     note = "something went wrong while answering; the server log has the details"
-                message = {"role": "assistant", "content": render.notice_markdown(note)}
+                content = render.notice_markdown(note)
+                if streamed.strip():  # what the reader already saw stays, marked as cut off and unchecked
+                    content = (inline(streamed.rstrip(), "chat") + " \u2026\n\n"
+                               + render.notice_markdown(f"answer incomplete and its citations unchecked: {note}"))
+                message = {"role": "assistant", "content": content}
                 if chat[-1]["role"] == "assistant":
                     chat[-1] = message
                 else:
