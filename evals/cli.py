@@ -124,7 +124,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         from evals.throwaway import throwaway_runtime
 
         with throwaway_runtime(settings) as rt:
-            rt.ingestor(progress=False).ingest(corpus)
+            rt.ingestor().ingest(corpus)
             result = _run(rt, cases, mode, args.k, judge)
     else:
         rt = Runtime(settings)

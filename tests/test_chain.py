@@ -168,6 +168,21 @@ def test_llm_answer_with_an_invalid_citation(llm_chain: AnswerChain, srv: FakeOp
     assert user.startswith(SOURCES_OPEN) and "Energy loss-aware PPO algorithm" in user
 
 
+def test_eval_in_llm_mode_counts_citations_the_verifier_removed(llm_chain: AnswerChain, srv: FakeOpenAIServer) -> None:
+    """`paperchat eval --mode llm` drives the same chain; a model citing a source that does not exist shows up
+    as lower citation validity, not as a clean report."""
+    srv.responder = lambda body: "The first source addresses this question [1]. So does a made-up one [7]."
+    try:
+        cases = [c for c in load_set(SEED) if c.type == "single"][:3]
+        report = run_eval(llm_chain, cases, mode="llm", progress=False)
+    finally:
+        srv.responder = None
+    rows = report["rows"]
+    assert len(rows) == 3 and len(srv.chat_requests) == 3 and all("generate_ms" in r["timings"] for r in rows)
+    assert all(r["metrics"]["citation_validity"] == pytest.approx(0.5) for r in rows)
+    assert report["summary"]["metrics"]["citation_validity"]["mean"] == pytest.approx(0.5)
+
+
 def test_llm_streaming(llm_chain: AnswerChain, srv: FakeOpenAIServer, ids) -> None:
     srv.queue_reply("The target update frequency should grow geometrically [2][1].")
     items = list(llm_chain.stream("How should the target network update frequency change in Q-learning?"))
