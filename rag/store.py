@@ -5,23 +5,30 @@ its paper's metadata (for filtering); chunk 0 also carries the abstract. A paper
 all ``n_chunks`` chunks of one content hash exist: writes add the new version first and delete the
 old one after, so a crash at any point leaves either version complete or a state the next ingest
 repairs. The collection's metadata records the embedding model and dimension that built it.
+
+Server mode survives the server going away: a call that cannot reach it raises ``UpstreamError`` naming
+host:port and what to do, and the next call reconnects (new client, collection handle reopened), so a
+long-running process (the UI) works again once the server is back, without a restart.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
+import inspect
 import logging
 import os
+import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
 from rag.config import Settings
-from rag.errors import ConfigError, UpstreamError
+from rag.errors import ConfigError, PaperchatError, UpstreamError
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +73,44 @@ def chunk_id(paper_id: str, content_hash: str, index: int) -> str:
     return f"{paper_id}#{content_hash}#{index}"
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _unreachable(e: BaseException) -> bool:
+    """The Chroma server could not be reached or dropped the request (not an error it answered with)."""
+    import httpx
+
+    for c in (e, e.__cause__, e.__context__):
+        if isinstance(c, httpx.TransportError | ConnectionError):
+            return True
+        if isinstance(c, ValueError) and "Could not connect to a Chroma server" in str(c):
+            return True
+    return False
+
+
+def _guarded(fn: F) -> F:
+    """A store method that first reconnects if the server was lost, and turns an unreachable server into
+    ``UpstreamError`` (generators too, whose calls happen while iterating)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen(self: ChromaStore, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            self._reconnect_if_lost()
+            try:
+                yield from fn(self, *args, **kwargs)
+            except Exception as e:
+                self._raise_lost(e)
+        return gen  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def call(self: ChromaStore, *args: Any, **kwargs: Any) -> Any:
+        self._reconnect_if_lost()
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception as e:
+            self._raise_lost(e)
+    return call  # type: ignore[return-value]
+
+
 class StoreLock:
     """The embedded store belongs to one process; a second one is told so at once, not left hanging."""
 
@@ -99,36 +144,97 @@ class ChromaStore:
 
         With ``model_name=None`` the store is opened read-only for whatever model built it (stats, lists)."""
         import chromadb
-        from chromadb.config import Settings as ChromaSettings
 
         self.settings = settings
         cfg = settings.store
         self._lock: StoreLock | None = None
-        chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        self._server = cfg.mode == "server"
+        self._lost_at: float | None = None  # set when the server was found unreachable; the next call reconnects
+        self.model_name, self.dim = model_name, dim
         try:
-            if cfg.mode == "server":
+            if self._server:
                 self.location = f"http://{cfg.host}:{cfg.port}"
-                self.client = chromadb.HttpClient(host=cfg.host, port=cfg.port, ssl=cfg.ssl, settings=chroma_settings)
-                self.client.heartbeat()
+                self.client = self._connect()
             else:
                 self.location = str(settings.store_path)
                 self._lock = StoreLock(settings.store_path)
-                self.client = chromadb.PersistentClient(path=str(settings.store_path), settings=chroma_settings)
-        except ConfigError:
+                self.client = chromadb.PersistentClient(path=str(settings.store_path), settings=self._chroma_settings())
+        except PaperchatError:
             raise
         except Exception as e:
             if self._lock:
                 self._lock.release()
             raise UpstreamError(f"cannot open the Chroma store at {getattr(self, 'location', cfg.host)}: {e}") from e
-        self.model_name, self.dim = model_name, dim
-        self.collection = self._open_collection()
+        try:
+            self.collection = self._open_collection()
+        except Exception as e:
+            self._raise_lost(e)
+
+    @staticmethod
+    def _chroma_settings() -> Any:
+        from chromadb.config import Settings as ChromaSettings
+
+        return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+
+    # ---- server connection ----------------------------------------------------------------------
+    def _connect(self) -> Any:
+        """A new HttpClient that answered a heartbeat, with ``store.timeout_s`` on its requests."""
+        import chromadb
+        import httpx
+
+        cfg = self.settings.store
+        try:
+            client = chromadb.HttpClient(host=cfg.host, port=cfg.port, ssl=cfg.ssl, settings=self._chroma_settings())
+            # chromadb's HTTP session has no timeout at all: a hung server would hang every caller.
+            session = getattr(getattr(client, "_server", None), "_session", None)
+            if isinstance(session, httpx.Client):
+                session.timeout = httpx.Timeout(cfg.timeout_s)
+            client.heartbeat()
+        except Exception as e:
+            if _unreachable(e):
+                raise self._down_error(e) from e
+            raise
+        return client
+
+    def _down_error(self, e: BaseException) -> UpstreamError:
+        cfg = self.settings.store
+        return UpstreamError(
+            f"the Chroma server at {cfg.host}:{cfg.port} is not reachable ({e.__class__.__name__}: {e}). "
+            f"Start it (`chroma run --path DIR --host {cfg.host} --port {cfg.port}`) or fix PAPERCHAT_STORE__HOST / "
+            "PAPERCHAT_STORE__PORT; paperchat reconnects on the next request, no restart needed")
+
+    def _raise_lost(self, e: Exception) -> NoReturn:
+        """Re-raise ``e``; an unreachable server becomes ``UpstreamError`` and marks the connection lost,
+        so the next call reconnects."""
+        if not self._server or not (isinstance(e, UpstreamError) or _unreachable(e)):
+            raise e
+        if self._lost_at is None:
+            log.warning("lost the Chroma server at %s: %s", self.location, e)
+            self._lost_at = time.monotonic()
+        if isinstance(e, UpstreamError):
+            raise e
+        raise self._down_error(e) from e
+
+    def _reconnect_if_lost(self) -> None:
+        if self._lost_at is None:
+            return
+        try:
+            self.client = self._connect()  # UpstreamError while the server is still down
+            self.collection = self._open_collection()
+        except Exception as e:
+            self._raise_lost(e)
+        log.warning("reconnected to the Chroma server at %s after %.1f s", self.location,
+                    time.monotonic() - self._lost_at)
+        self._lost_at = None
 
     def _open_collection(self) -> Any:
         name = self.settings.store.collection
         if self.model_name is None:
             try:
                 col = self.client.get_collection(name, embedding_function=None)
-            except Exception:  # no collection yet: an empty store
+            except Exception as e:  # no collection yet: an empty store
+                if self._server and _unreachable(e):
+                    raise
                 return _EmptyCollection()
             self.model_name = (col.metadata or {}).get("embedding_model")
             self.dim = int((col.metadata or {}).get("dim", 0))
@@ -153,8 +259,13 @@ class ChromaStore:
     # ---- writes -----------------------------------------------------------------------------
     @property
     def max_batch(self) -> int:
+        return self._max_batch()
+
+    @_guarded
+    def _max_batch(self) -> int:
         return int(self.client.get_max_batch_size())
 
+    @_guarded
     def upsert(self, rows: Sequence[ChunkRow]) -> None:
         """Write chunk rows in batches of at most Chroma's max batch size."""
         step = self.max_batch
@@ -164,11 +275,13 @@ class ChromaStore:
                                    embeddings=np.stack([r.embedding for r in part]),
                                    metadatas=[r.metadata for r in part])
 
+    @_guarded
     def delete(self, ids: Sequence[str]) -> None:
         step = self.max_batch
         for i in range(0, len(ids), step):
             self.collection.delete(ids=list(ids[i:i + step]))
 
+    @_guarded
     def bump_generation(self) -> int:
         meta = dict(self.collection.metadata or {})
         meta["generation"] = int(meta.get("generation", 0)) + 1
@@ -178,21 +291,30 @@ class ChromaStore:
     @property
     def generation(self) -> int:
         """Bumped by every ingest that changed something; derived indexes compare against it."""
+        return self._generation()
+
+    @_guarded
+    def _generation(self) -> int:
         try:
             col = self.client.get_collection(self.settings.store.collection, embedding_function=None)
-        except Exception:
+        except Exception as e:
+            if self._server and _unreachable(e):
+                raise
             return 0
         return int((col.metadata or {}).get("generation", 0))
 
+    @_guarded
     def reset(self) -> None:
         """Drop the collection (``ingest --rebuild``) and create it anew for the current model."""
         try:
             self.client.delete_collection(self.settings.store.collection)
-        except Exception:  # not there: nothing to drop
-            pass
+        except Exception as e:  # not there: nothing to drop
+            if self._server and _unreachable(e):
+                raise
         self.collection = self._open_collection()
 
     # ---- reads ------------------------------------------------------------------------------
+    @_guarded
     def chunk_states(self, paper_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int, list[str]]]]:
         """paper_id → content_hash → (chunks present, chunks expected, chunk ids)."""
         found: dict[str, dict[str, list[Any]]] = defaultdict(dict)
@@ -205,6 +327,7 @@ class ChromaStore:
                 slot[2].append(cid)
         return {p: {h: (v[0], v[1], v[2]) for h, v in hs.items()} for p, hs in found.items()}
 
+    @_guarded
     def find_by_keys(self, field: str, values: Sequence[str]) -> dict[str, str]:
         """value of ``field`` (doi, arxiv_id, abstract_hash) → paper_id, for papers already stored."""
         out: dict[str, str] = {}
@@ -216,12 +339,15 @@ class ChromaStore:
                 out.setdefault(md[field], md["paper_id"])
         return out
 
+    @_guarded
     def count_chunks(self) -> int:
         return int(self.collection.count())
 
+    @_guarded
     def paper_ids(self) -> list[str]:
         return sorted({md["paper_id"] for md in self.iter_metadata(where={"chunk": 0})})
 
+    @_guarded
     def iter_metadata(self, where: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         offset = 0
         while True:
@@ -231,6 +357,7 @@ class ChromaStore:
                 return
             offset += _GET_PAGE
 
+    @_guarded
     def iter_chunks(self, include_embeddings: bool = False) -> Iterator[tuple[str, str, dict[str, Any], Any]]:
         """(chunk id, text, metadata, embedding or None) for every chunk, paged."""
         include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
@@ -244,6 +371,7 @@ class ChromaStore:
                 return
             offset += _GET_PAGE
 
+    @_guarded
     def papers(self, paper_ids: Sequence[str] | None = None,
                where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Paper metadata (chunk 0 rows) by ids and/or a metadata filter."""
@@ -257,6 +385,7 @@ class ChromaStore:
         flt = clauses[0] if len(clauses) == 1 else {"$and": clauses}
         return list(self.iter_metadata(where=flt))
 
+    @_guarded
     def query(self, embedding: np.ndarray, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
         total = self.count_chunks()
         if total == 0:
@@ -268,6 +397,7 @@ class ChromaStore:
                 for cid, doc, md, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0],
                                            res["distances"][0])]
 
+    @_guarded
     def check(self) -> list[str]:
         """Consistency problems: papers with several versions, incomplete versions, stray chunks."""
         versions: dict[str, dict[str, list[int]]] = defaultdict(dict)
