@@ -51,9 +51,12 @@ bench-retrieval: $(STAMP) ## retrieval quality on Cranfield + NeurIPS known-item
 bench-latency: $(STAMP) ## warm `ask` latency on the sample corpus → docs/benchmarks.md
 	$(BIN)/python -m bench.latency
 
-bench: bench-ingest bench-retrieval bench-latency ## every benchmark
+bench-evals: $(STAMP) ## time `paperchat eval` and `eval-retrieval` from an empty home → docs/benchmarks.md
+	$(BIN)/python -m bench.evals
+
+bench: bench-ingest bench-retrieval bench-latency bench-evals ## every benchmark
 
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-latency clean
+.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-latency bench-evals clean
