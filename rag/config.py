@@ -80,7 +80,8 @@ class LLMSettings(BaseModel):
     max_tokens: int = Field(700, ge=16, le=32000, description="max tokens in an answer")
     temperature: float = Field(0.1, ge=0, le=2, description="sampling temperature")
     context_tokens: int = Field(6000, ge=500, le=200000, description="budget for the prompt's abstracts")
-    max_retries: int = Field(2, ge=0, le=10, description="retries on 429/5xx/timeouts, in the client only")
+    max_retries: int = Field(2, ge=0, le=10, description="retries on 429/5xx/timeouts/dropped streams before any text; "
+                                                          "one layer (the generator), within a time cap")
 
 
 class UISettings(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -99,7 +100,8 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     data = tmp_path_factory.mktemp("chroma-server")
     log = open(data / "server.log", "w")
     proc = subprocess.Popen([exe, "run", "--path", str(data / "db"), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+                            start_new_session=True)  # its own process group, so every child stops with it
     deadline = time.time() + 60
     while time.time() < deadline:
         try:
@@ -110,12 +112,13 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
                 pytest.fail(f"chroma run exited: {(data / 'server.log').read_text()[-2000:]}")
             time.sleep(0.2)
     else:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail("chroma run did not start within 60 s")
     yield port
-    proc.terminate()
+    os.killpg(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
     log.close()
