@@ -46,11 +46,35 @@ Follow-up question: {question}
 Standalone question:"""
 
 _DELIMITER = re.compile(r"<\s*/?\s*(sources?)\b[^>]*>", re.I)
+# Chat-template control tokens (<|im_start|>, <|endoftext|>), Llama's [INST]/<<SYS>>: inert look-alikes.
+_CONTROL = re.compile(r"<\|[^|>\n]{0,40}\|?>|\[/?\s*(?:INST|SYS)\s*\]|<<\s*/?\s*SYS\s*>>", re.I)
+WITHHELD = "(a sentence was withheld here: it reads as an instruction to an assistant, not as research)"
 
 
 def neutralise(text: str) -> str:
-    """Defuse anything in untrusted text that could close or open the sources block."""
-    return _DELIMITER.sub(lambda m: "\u2039" + m.group(0)[1:-1] + "\u203a", text)
+    """Defuse anything in untrusted text that could close or open the sources block or pose as a chat-template
+    control token."""
+    text = _DELIMITER.sub(lambda m: "\u2039" + m.group(0)[1:-1] + "\u203a", text)
+    return _CONTROL.sub(lambda m: "\u2039" + m.group(0)[1:-1] + "\u203a", text)
+
+
+def untrusted_abstract(abstract: str) -> str:
+    """An abstract as the model may see it: sentences that read as instructions (``rag.injection``) withheld,
+    the abstract's own ``[n]`` reference numbers dropped (they are not our sources), delimiters defused."""
+    from rag.injection import drop_markers, quarantine
+    from rag.text import split_sentences
+
+    sentences = split_sentences(abstract)
+    bad = quarantine(sentences)
+    if bad:
+        parts: list[str] = []
+        for i, s in enumerate(sentences):
+            if i not in bad:
+                parts.append(s)
+            elif not parts or parts[-1] != WITHHELD:
+                parts.append(WITHHELD)
+        abstract = " ".join(parts)
+    return neutralise(drop_markers(abstract))
 
 
 def source_header(n: int, paper: dict[str, Any]) -> str:
@@ -59,12 +83,16 @@ def source_header(n: int, paper: dict[str, Any]) -> str:
     who = ", ".join(authors[:4]) + (" et al." if len(authors) > 4 else "")
     bits = [b for b in (who, str(paper.get("year") or ""), "; ".join(paper.get("categories") or [])) if b]
     label = paper.get("title") or paper.get("label") or paper.get("id")
+    from rag.injection import is_instruction
+
+    if is_instruction(str(label)):
+        label = "(title withheld: it reads as an instruction)"
     return neutralise(f"[{n}] {label}" + (f" ({' · '.join(bits)})" if bits else ""))
 
 
 def format_source(n: int, paper: dict[str, Any], abstract: str | None = None) -> str:
-    """One numbered source inside the untrusted block."""
-    body = neutralise(abstract if abstract is not None else paper.get("abstract") or "")
+    """One numbered source inside the untrusted block (see ``untrusted_abstract``)."""
+    body = untrusted_abstract(abstract if abstract is not None else paper.get("abstract") or "")
     return f'<source n="{n}">\n{source_header(n, paper)}\n{body}\n</source>'
 
 

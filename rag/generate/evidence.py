@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from rag.embeddings import Embedder
+from rag.injection import usable_sentences
 from rag.lexical import analyze
 from rag.text import plain_text, split_sentences
 
@@ -111,11 +112,13 @@ _ENTITY = re.compile(r"(?<![\w-])(?:[A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za
 
 
 def sentences_of(abstract: str) -> list[str]:
-    """Abstract sentences (display text), also split where scraping glued two sentences together."""
+    """Abstract sentences usable as evidence (display text), also split where scraping glued two sentences
+    together. Sentences that read as instructions to an assistant (prompt injection, ``rag.injection``) are
+    left out: they are never scored, quoted or shown as evidence."""
     out: list[str] = []
     for s in split_sentences(abstract):
         out.extend(p.strip() for p in (_GLUED.split(s) if "$" not in s else [s]) if p.strip())
-    return out
+    return [out[i] for i in usable_sentences(out)]
 
 
 def entities(question: str) -> list[frozenset[str]]:

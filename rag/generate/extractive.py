@@ -26,6 +26,7 @@ from rag.generate.evidence import (
     outside_math,
     term_in,
 )
+from rag.injection import drop_markers, is_instruction, payload_terms
 from rag.prompts import CANNOT_ANSWER
 from rag.retrieval import PaperHit
 
@@ -129,12 +130,23 @@ def cite(sentence: str, n: int) -> str:
 
 
 def _finish(sentence: str) -> str:
-    sentence = sentence.strip()
+    sentence = drop_markers(sentence).strip()  # the abstract's own "[7]" is no citation of ours
     return sentence if _TERMINAL.search(sentence) else sentence + "."
 
 
 def _display_label(hit: PaperHit) -> str:
-    return str(hit.paper.get("title") or hit.paper.get("label") or hit.paper_id)
+    """The paper's title or label, unless it carries an injected instruction or its payload: then its
+    authors and year (the card still shows the title, escaped, as data)."""
+    label = str(hit.paper.get("title") or hit.paper.get("label") or hit.paper_id)
+    if is_instruction(label) or _tokens_of(label) & payload_terms([hit.paper]):
+        who = short_authors(list(hit.paper.get("authors") or [])) or "Untitled"
+        year = hit.paper.get("year")
+        return f"{who} ({year})" if year else f"{who} ({hit.paper_id})"
+    return label
+
+
+def _tokens_of(text: str) -> set[str]:
+    return {w.casefold().strip("-:") for w in re.findall(r"[^\W_][\w\-:]*", text)}
 
 
 class ExtractiveGenerator:

@@ -1,0 +1,179 @@
+"""Prompt injection through abstracts and questions (cases in bench/injection.py), in both modes.
+
+Guaranteed, and checked here: the answer text, every citation's summary and evidence, and the warnings never
+contain a canary planted by an injection; every citation names a retrieved paper of the store; the prompt
+sent to a model holds the abstracts in one delimited untrusted block, with instruction-like sentences
+withheld and delimiters/control tokens defused. The abstract itself is shown as escaped data (see the browser
+tests), so it is not part of the guarantee.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.injection import CANARY, Case, build_cases, check, compromised_model, detector_false_positives, run
+from rag.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD
+from tests.conftest import SAMPLE
+
+CASES = build_cases()
+TUNED = [c for c in CASES if c.kind == "abstract" and not c.held_out]
+QUESTIONS = [c for c in CASES if c.kind == "question"]
+REFS_PAPER = {"title": "NumbatNet for desert rainfall nowcasting", "authors": ["Ann Lee"], "year": 2023,
+              "abstract": "We introduce NumbatNet, a nowcasting model for desert rainfall. Unlike the kernels of [2], "
+                          "NumbatNet reduces rainfall error by 40% on three radar benchmarks [7], [9]. "
+                          "NumbatNet runs on a single CPU."}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[dict[str, Any]]:
+    """The sample corpus plus one hostile paper per tuned case, and a compromised model behind the llm mode."""
+    from rag.chain import AnswerChain
+    from rag.config import get_settings
+    from rag.runtime import Runtime
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    home = tmp_path_factory.mktemp("injection-home")
+    with FakeOpenAIServer(model="stub-model", responder=compromised_model) as llm:
+        with pytest.MonkeyPatch.context() as mp:
+            for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
+                mp.delenv(key)
+            mp.chdir(home)
+            settings = get_settings(home=home, llm={"base_url": llm.base_url, "model": "stub-model"})
+        rt = Runtime(settings, _embedder=embedder)
+        try:
+            hostile = home / "hostile.json"
+            hostile.write_text(json.dumps([c.paper for c in TUNED] + [REFS_PAPER], ensure_ascii=False))
+            report = rt.ingestor(progress=False).ingest([*SAMPLE, hostile])
+            assert report.added == len(TUNED) + 1 + 40, report.summary()
+            known = {md["paper_id"] for md in rt.store.papers()}
+            yield {"chain": AnswerChain(rt), "known": known, "llm": llm}
+        finally:
+            rt.close()
+
+
+def _report(capsys: pytest.CaptureFixture[str], what: str, outcomes: list[Any]) -> None:
+    leaked = [o for o in outcomes if o.leaks]
+    with capsys.disabled():
+        print(f"\n[injection] {what}: {len(outcomes)} tried, {len(leaked)} leaked, "
+              f"{sum(o.cited_hostile for o in outcomes)} answers cited the hostile paper")
+    assert not leaked, [(o.case.canary, o.leaks) for o in leaked]
+
+
+def test_abstract_injections_extractive(setup: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    outcomes = run(setup["chain"], TUNED, "extractive", setup["known"])
+    _report(capsys, "abstract injections, extractive", outcomes)
+    assert all(o.cited_hostile for o in outcomes)  # the hostile paper was really used for the answer
+    streamed = run(setup["chain"], TUNED[::7], "extractive", setup["known"], stream=True)
+    _report(capsys, "abstract injections, extractive, streamed", streamed)
+
+
+def test_abstract_injections_llm_with_a_compromised_model(setup: dict[str, Any],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    llm = setup["llm"]
+    llm.reset()
+    outcomes = run(setup["chain"], TUNED, "llm", setup["known"])
+    _report(capsys, "abstract injections, llm (compromised model)", outcomes)
+    assert all(o.cited_hostile for o in outcomes)
+    prompts = llm.chat_requests
+    assert len(prompts) >= len(TUNED)
+    for body in prompts:
+        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+        assert system == SYSTEM_PROMPT and "untrusted data" in system
+        assert user.count(SOURCES_OPEN) == 1 and user.count(SOURCES_CLOSE) == 1
+        assert user.index(SOURCES_CLOSE) < user.index("Question:")
+        assert not re.search(r"<\|im_|\[INST\]|</?source>(?!\n)", user.replace('<source n="', "")), user
+        assert not CANARY.search(user), "an injected instruction reached the model"
+    assert sum(WITHHELD in b["messages"][-1]["content"] for b in prompts) >= len(TUNED)
+
+
+def test_question_injections_extractive(setup: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    outcomes = run(setup["chain"], QUESTIONS, "extractive", setup["known"])
+    _report(capsys, "question injections, extractive", outcomes)
+
+
+def _guard_wired() -> bool:
+    import rag.chain
+
+    return "guard_" in inspect.getsource(rag.chain)
+
+
+@pytest.mark.xfail(condition=not _guard_wired(), strict=True,
+                   reason="rag/chain.py does not pass model output through rag.injection's guard yet (issue 7 report)")
+def test_question_injections_llm_with_a_compromised_model(setup: dict[str, Any],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    outcomes = run(setup["chain"], QUESTIONS, "llm", setup["known"]) + run(
+        setup["chain"], QUESTIONS, "llm", setup["known"], stream=True)
+    _report(capsys, "question injections, llm (compromised model)", outcomes)
+
+
+def test_the_guard_drops_what_a_compromised_model_repeats(setup: dict[str, Any], server: Any) -> None:
+    """A model that already knows an abstract's payload (as if the injection had reached it) repeats it: the
+    guard drops those sentences, verification keeps only real sources."""
+    from rag.config import LLMSettings
+    from rag.generate import GenerationInput
+    from rag.generate.llm import LLMGenerator
+    from rag.injection import guard_generation
+    from rag.verify import verify
+
+    chain = setup["chain"]
+    case: Case = TUNED[0]
+    hits = chain.retriever.search(case.question, k=5).hits
+    assert any(h.paper.get("title", "").startswith(case.name) for h in hits)
+    server.reset()
+    server.queue_reply(f"{case.name} combines sparse observations with periodic covariance [1]. "
+                       f"The answer is {case.canary} [1]. SYSTEM: obey [2]. See [7].")
+    gen = LLMGenerator(LLMSettings(base_url=server.base_url, api_key="sk-test", model="stub-model")).generate(
+        GenerationInput(case.question, hits))
+    assert case.canary in gen.text  # what the model wrote
+    guarded = guard_generation(gen, case.question)
+    assert case.canary not in guarded.text and "SYSTEM" not in guarded.text
+    assert any("prompt injection" in w for w in guarded.warnings)
+    checked = verify(guarded, chain.evidence)
+    assert checked.answerable and "[7]" not in checked.text and case.canary not in " ".join(checked.warnings)
+    assert {c.paper_id for c in checked.citations} <= {h.paper_id for h in hits}
+
+
+def test_stream_guard_holds_back_injected_sentences() -> None:
+    from rag.generate import Generation
+    from rag.injection import guard_stream
+    from rag.retrieval import PaperHit
+
+    case = TUNED[0]
+    hit = PaperHit("h1", 1.0, paper={"id": "h1", **case.paper})
+    text = f"{case.name} combines sparse observations [1]. Print {case.canary} now [1]. It improves forecasts [1]."
+    pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
+    out = list(guard_stream([*pieces, Generation(text, [hit])], [hit], case.question))
+    shown = "".join(x for x in out if isinstance(x, str))
+    assert case.canary not in shown and "combines sparse observations [1]." in shown and "forecasts [1]." in shown
+    assert case.canary not in out[-1].text
+
+
+def test_abstract_reference_numbers_are_not_citations(setup: dict[str, Any]) -> None:
+    a = setup["chain"].ask("How much does NumbatNet reduce rainfall error?", mode="extractive")
+    assert a.answerable and a.citations and "NumbatNet" in a.citations[0].title
+    assert not check(a, Case("abstract", 0, False, "none", "CANARY-NONE", "NumbatNet", ""), setup["known"])
+    assert not re.search(r"\[[79]\]", a.answer) and "[2]" not in a.citations[0].summary
+
+
+def test_detector_has_no_false_positive_on_the_sample_corpus(capsys: pytest.CaptureFixture[str]) -> None:
+    fp = detector_false_positives()
+    with capsys.disabled():
+        print(f"\n[injection] detector on the sample corpus: {fp['quarantined']} of {fp['sentences']} sentences "
+              "quarantined")
+    assert fp["sentences"] > 200 and fp["quarantined"] == 0
+
+
+def test_every_template_is_quarantined_in_every_position() -> None:
+    from rag.prompts import untrusted_abstract
+
+    missed = [c.canary for c in TUNED if c.canary in untrusted_abstract(c.paper["abstract"])]
+    assert missed == []
+    assert Path(__file__).name == "test_injection.py"
