@@ -1,0 +1,13 @@
+"""``pytest --long``: also run the long reliability variants (full crash loop, 20 sessions × 60 s load).
+
+Loaded with ``-p tests.plugins.long`` (pyproject ``addopts``); tests read the flag with
+``request.config.getoption("--long", default=False)``, so they simply skip when the plugin is absent."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--long", action="store_true", default=False,
+                     help="run the long reliability variants (bench.crash_loop, bench.load at full size; minutes)")
