@@ -29,10 +29,12 @@ from rag.condense import (
     prefer_previous,
 )
 from rag.config import Settings
-from rag.errors import BudgetExceeded, ConfigError, InputError, UpstreamError
+from rag.errors import ConfigError, InputError, UpstreamError
 from rag.generate import Generation, GenerationInput, Generator, Mode
 from rag.generate.evidence import EvidenceIndex, QuestionScorer, content_terms
 from rag.generate.extractive import ExtractiveGenerator
+from rag.injection import guard_generation, guard_stream
+from rag.limits import check_question
 from rag.question_filters import catalog_for, filters_dict, merge_filters, parse_question
 from rag.retrieval import PaperHit, Retriever
 from rag.runtime import Runtime
@@ -130,7 +132,8 @@ class AnswerChain:
         state = self._retrieve(self._condense(self._start(question, history, k, filters, mode)))
         t0 = time.perf_counter()
         gen: Generation | None = None
-        for item in self.generator(state["mode"]).stream(self._generation_input(state)):
+        inp = self._generation_input(state)
+        for item in guard_stream(self.generator(state["mode"]).stream(inp), inp.hits, state["question"]):
             if isinstance(item, Generation):
                 gen = item
             else:
@@ -147,7 +150,7 @@ class AnswerChain:
         if self._llm is None:
             from rag.generate.llm import LLMGenerator
 
-            self._llm = LLMGenerator(self.settings.llm)
+            self._llm = LLMGenerator(self.settings.llm, self.settings.limits)
         return self._llm
 
     def resolve_mode(self, mode: str | None) -> Mode:
@@ -157,13 +160,7 @@ class AnswerChain:
     # ---- stages -------------------------------------------------------------------------------
     def _start(self, question: str, history: Sequence[Turn] | None, k: int | None, filters: PaperQuery | None,
                mode: str | None) -> State:
-        question = (question or "").strip()
-        if not question:
-            raise InputError("the question is empty")
-        limit = self.settings.limits.question_chars
-        if len(question) > limit:
-            raise BudgetExceeded(f"the question has {len(question)} characters; the limit is {limit} "
-                                 "(PAPERCHAT_LIMITS__QUESTION_CHARS)")
+        question = check_question(question, self.settings.limits)
         if k is not None and not 1 <= k <= 50:
             raise InputError(f"k must be between 1 and 50, got {k}")
         return {"question": question, "history": as_turns(history), "k": k or self.settings.retrieval.k,
@@ -242,7 +239,8 @@ class AnswerChain:
 
     def _generate(self, state: State) -> State:
         t0 = time.perf_counter()
-        state["generation"] = self.generator(state["mode"]).generate(self._generation_input(state))
+        generation = self.generator(state["mode"]).generate(self._generation_input(state))
+        state["generation"] = guard_generation(generation, state["question"])  # drops obeyed injections
         state["timings"]["generate_ms"] = (time.perf_counter() - t0) * 1000
         return state
 

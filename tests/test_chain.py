@@ -184,12 +184,14 @@ def test_eval_in_llm_mode_counts_citations_the_verifier_removed(llm_chain: Answe
 
 
 def test_llm_streaming(llm_chain: AnswerChain, srv: FakeOpenAIServer, ids) -> None:
-    srv.queue_reply("The target update frequency should grow geometrically [2][1].")
+    reply = "The target update frequency should grow geometrically [2][1]. Adaptive schedules help [1]."
+    srv.queue_reply(reply)
     items = list(llm_chain.stream("How should the target network update frequency change in Q-learning?"))
     answer = items[-1]
-    assert isinstance(answer, Answer) and len(items) > 4 and srv.chat_requests[-1]["stream"] is True
-    assert "".join(items[:-1]) == "The target update frequency should grow geometrically [2][1]."
-    assert answer.answer.endswith("[1][2].")  # renumbered by first appearance
+    # Streamed sentence by sentence: each is checked for obeyed injections before it is shown.
+    assert isinstance(answer, Answer) and len(items) == 3 and srv.chat_requests[-1]["stream"] is True
+    assert "".join(items[:-1]).replace("  ", " ").strip() == reply
+    assert "geometrically [1][2]." in answer.answer  # renumbered by first appearance
     assert [c.n for c in answer.citations] == [1, 2]
 
 

@@ -18,7 +18,8 @@ from rag.answer import Answer
 from rag.catalog import PaperQuery, find_papers
 from rag.chain import AnswerChain, resolve_mode
 from rag.config import Settings
-from rag.errors import BudgetExceeded, InputError, PaperchatError
+from rag.errors import InputError, PaperchatError
+from rag.limits import check_question
 from rag.runtime import Runtime
 from ui import render, services
 from ui.assets import CSS, LATEX_DELIMITERS, PAGE_JS
@@ -190,9 +191,7 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
             state["msg_turn"].append(None)
             streamed = ""
             try:
-                limit = settings.limits.question_chars
-                if len(text) > limit:
-                    raise BudgetExceeded(f"the question has {len(text)} characters; the limit is {limit}")
+                text = check_question(text, settings.limits)
                 state["stamps"] = services.check_rate(state["stamps"], settings.limits.requests_per_minute)
                 filters = services.filters_from_controls(cat, who, y0, y1)
                 turn = len(state["answers"])

@@ -28,10 +28,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from rag import tokens
-from rag.config import LLMSettings
+from rag.config import LimitSettings, LLMSettings
 from rag.errors import ConfigError, UpstreamError
 from rag.generate import Generation, GenerationInput, Mode
-from rag.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE, format_source, sources_block
+from rag.limits import check_request_tokens
+from rag.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE, format_source, neutralise, sources_block
 from rag.retrieval import PaperHit
 
 log = logging.getLogger(__name__)
@@ -67,11 +68,12 @@ class LLMGenerator:
 
     mode: Mode = "llm"
 
-    def __init__(self, cfg: LLMSettings) -> None:
+    def __init__(self, cfg: LLMSettings, limits: LimitSettings | None = None) -> None:
         if not cfg.base_url:
             raise ConfigError("the llm mode needs an OpenAI-compatible endpoint: set PAPERCHAT_LLM__BASE_URL "
                               "(and PAPERCHAT_LLM__MODEL / PAPERCHAT_LLM__API_KEY), or use --mode extractive")
         self.cfg = cfg
+        self.limits = limits or LimitSettings()
         self._chat: Any = None
         self._lock = threading.Lock()
 
@@ -103,7 +105,10 @@ class LLMGenerator:
     def prepare(self, inp: GenerationInput) -> tuple[dict[str, str], list[PaperHit], list[str]]:
         """Prompt variables, the sources actually sent (numbered 1..n), and trimming notes."""
         block, kept, notes = fit_sources(list(inp.hits), self.cfg.context_tokens)
-        return {"sources": block, "question": inp.question}, kept, notes
+        question = neutralise(inp.question)
+        check_request_tokens([SYSTEM_PROMPT, USER_TEMPLATE.format(sources=block, question=question)],
+                             self.cfg.max_tokens, self.limits)
+        return {"sources": block, "question": question}, kept, notes
 
     @property
     def budget_s(self) -> float:
