@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -56,10 +58,12 @@ def paper_from_metadata(md: dict[str, Any]) -> dict[str, Any]:
 
 
 def find_papers(store: ChromaStore, q: PaperQuery, limit: int = 100) -> list[dict[str, Any]]:
-    """Stored papers matching ``q``, sorted by label."""
-    rows = [paper_from_metadata(md) for md in store.papers(where=to_where(q))]
+    """Stored papers matching ``q``, sorted by label; the first ``limit``. Rows are streamed page by page
+    and only the best ``limit`` are kept, so listing a 100k-paper store does not hold all of it."""
+    where = to_where(q)
+    rows: Iterator[dict[str, Any]] = (paper_from_metadata(md) for md in store.iter_metadata(
+        where={"$and": [{"chunk": 0}, where]} if where else {"chunk": 0}))
     if q.text:
         words = q.text.casefold().split()
-        rows = [r for r in rows if all(w in f"{r['label']} {r['abstract']}".casefold() for w in words)]
-    rows.sort(key=lambda r: (r["label"].casefold(), r["id"]))
-    return rows[:limit]
+        rows = (r for r in rows if all(w in f"{r['label']} {r['abstract']}".casefold() for w in words))
+    return heapq.nsmallest(limit, rows, key=lambda r: (r["label"].casefold(), r["id"]))

@@ -4,6 +4,12 @@ The index is derived data: it is rebuilt from the store's papers whenever the st
 (bumped by every ingest that changed something) or paper count differs from the one it was built
 at, so a crash, another process's ingest or a Chroma server shared by many clients can never leave
 it silently stale.
+
+A rebuild streams the store's paper rows page by page and keeps each paper's terms only as int32
+term ids (not lists of strings), so its memory grows by a few hundred bytes per paper. The analysed
+term ids are saved with the index, keyed by paper id and content hash, so the next rebuild (after
+an ingest added or changed a few papers) re-analyses only those and recomputes the BM25 matrix
+from the saved ids.
 """
 
 from __future__ import annotations
@@ -76,6 +82,58 @@ def paper_text(md: dict[str, Any]) -> str:
     return " ".join(p for p in parts if p)
 
 
+_NO_YEAR = np.iinfo(np.int32).min
+
+
+class _Fields:
+    """Per-paper filter fields, in index order: year, and author/category keys as postings lists."""
+
+    def __init__(self, years: np.ndarray, authors: dict[str, np.ndarray], categories: dict[str, np.ndarray]) -> None:
+        self.years, self.authors, self.categories = years, authors, categories
+
+    @staticmethod
+    def empty() -> _Fields:
+        return _Fields(np.zeros(0, np.int32), {}, {})
+
+    @staticmethod
+    def build(rows: list[tuple[Any, list[str], list[str]]]) -> _Fields:
+        years = np.array([y if isinstance(y, int) and not isinstance(y, bool) else _NO_YEAR for y, _, _ in rows],
+                         dtype=np.int64).clip(_NO_YEAR, np.iinfo(np.int32).max).astype(np.int32)
+        posts: tuple[dict[str, list[int]], dict[str, list[int]]] = ({}, {})
+        for i, (_, authors, cats) in enumerate(rows):
+            for table, keys in zip(posts, (authors, cats), strict=True):
+                for k in set(keys):
+                    table.setdefault(k, []).append(i)
+        a, c = ({k: np.array(v, dtype=np.int64) for k, v in t.items()} for t in posts)
+        return _Fields(years, a, c)
+
+    def save(self, path: Path) -> None:
+        arrays: dict[str, np.ndarray] = {"years": self.years}
+        for name, table in (("authors", self.authors), ("categories", self.categories)):
+            keys = sorted(table)
+            arrays[f"{name}_keys"] = _json_bytes(keys)
+            arrays[f"{name}_offsets"] = np.cumsum([0] + [len(table[k]) for k in keys]).astype(np.int64)
+            arrays[f"{name}_pos"] = (np.concatenate([table[k] for k in keys]) if keys else np.zeros(0)).astype(np.int64)
+        np.savez(path, **arrays)
+
+    @staticmethod
+    def load(path: Path) -> _Fields | None:
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                tables = []
+                for name in ("authors", "categories"):
+                    keys = json.loads(z[f"{name}_keys"].tobytes())
+                    off, pos = z[f"{name}_offsets"], z[f"{name}_pos"]
+                    tables.append({k: pos[off[i]:off[i + 1]] for i, k in enumerate(keys)})
+                return _Fields(z["years"], tables[0], tables[1])
+        except (OSError, ValueError, KeyError):
+            return None
+
+
+def _json_bytes(value: Any) -> np.ndarray:
+    return np.frombuffer(json.dumps(value).encode(), dtype=np.uint8)
+
+
 class LexicalIndex:
     """BM25 scores over the store's papers, loaded from disk or rebuilt when stale."""
 
@@ -85,6 +143,7 @@ class LexicalIndex:
         self.paper_ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._bm25: Any = None
+        self._fields: _Fields = _Fields.empty()
         self._built_at: tuple[int, int] = (-1, -1)
         self._lock = threading.Lock()
 
@@ -104,7 +163,7 @@ class LexicalIndex:
                 return
             if self._load(state):
                 return
-            self._build(store.papers(), state)
+            self._build(store.iter_metadata(where={"chunk": 0}), state)
 
     def _manifest(self) -> Path:
         return self.root / "manifest.json"
@@ -122,28 +181,70 @@ class LexicalIndex:
         except Exception as e:  # a torn or foreign index is rebuilt, not trusted
             log.warning("lexical index at %s unreadable (%s); rebuilding", self.root, e)
             return False
-        self._set(bm25, manifest["paper_ids"], state)
+        fields = _Fields.load(self.root / "fields.npz")
+        if fields is None or len(fields.years) != len(manifest["paper_ids"]):
+            return False  # an index saved before filter fields were kept: rebuild it once
+        self._set(bm25, manifest["paper_ids"], state, fields)
         return True
 
-    def _set(self, bm25: Any, paper_ids: list[str], state: tuple[int, int]) -> None:
+    def _set(self, bm25: Any, paper_ids: list[str], state: tuple[int, int], fields: _Fields | None = None) -> None:
         self._bm25, self.paper_ids, self._built_at = bm25, paper_ids, state
         self._pos = {p: i for i, p in enumerate(paper_ids)}
+        self._fields = fields or _Fields.empty()
+
+    def _saved_terms(self) -> tuple[dict[str, np.ndarray], list[str]]:
+        """Term ids per ``paper_id#content_hash`` from the last build, and its vocabulary (empty if none)."""
+        try:
+            with np.load(self.root / "terms.npz", allow_pickle=False) as z:
+                ids, offsets = z["ids"], z["offsets"]
+                keys, vocab = json.loads(z["keys"].tobytes()), json.loads(z["vocab"].tobytes())
+        except (OSError, ValueError, KeyError):
+            return {}, []
+        return {k: ids[offsets[i]:offsets[i + 1]] for i, k in enumerate(keys)}, vocab
 
     def _build(self, papers: Iterable[dict[str, Any]], state: tuple[int, int]) -> None:
         bm25s = _bm25s()
-        rows = sorted(papers, key=lambda md: md["paper_id"])
-        ids = [md["paper_id"] for md in rows]
+        saved, old_vocab = self._saved_terms()
+        vocab: dict[str, int] = {t: i for i, t in enumerate(old_vocab)}
+        rows: list[tuple[str, str, np.ndarray, Any, list[str], list[str]]] = []
+        reused = 0
+        for md in papers:  # streamed: only term ids are kept per paper
+            key = f"{md['paper_id']}#{md.get('content_hash', '')}"
+            terms = saved.get(key)
+            if terms is None:
+                words = analyze(paper_text(md)) or ["\x00empty"]
+                terms = np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), dtype=np.int32, count=len(words))
+            else:
+                reused += 1
+            rows.append((md["paper_id"], key, terms, md.get("year"), list(md.get("author_keys") or []),
+                         list(md.get("category_keys") or [])))
+        del saved
+        rows.sort(key=lambda r: r[0])
+        ids = [r[0] for r in rows]
+        keys = [r[1] for r in rows]
         if not rows:
             self._set(None, [], state)
             return
-        corpus = [analyze(paper_text(md)) or ["\x00empty"] for md in rows]
+        # Keep only the terms still used, renumbered 0..V-1 (old vocabularies would otherwise only grow).
+        fields = _Fields.build([(r[3], r[4], r[5]) for r in rows])
+        lengths = np.array([len(r[2]) for r in rows], dtype=np.int64)
+        used, flat = np.unique(np.concatenate([r[2] for r in rows]), return_inverse=True)
+        flat = flat.astype(np.int32)
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        words_of = {i: w for w, i in vocab.items()}
+        new_vocab = [words_of[int(i)] for i in used]
+        del rows, words_of, vocab
+        docs = [flat[offsets[i]:offsets[i + 1]] for i in range(len(ids))]
         bm25 = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-        bm25.index(corpus, show_progress=False)
+        bm25.index((docs, {w: i for i, w in enumerate(new_vocab)}), show_progress=False)
+        del docs
         # Write to a fresh folder, then swap it in, so a crash never leaves a half-written index.
         tmp = self.root.with_name(self.root.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         bm25.save(str(tmp / "bm25"))
+        fields.save(tmp / "fields.npz")
+        np.savez(tmp / "terms.npz", ids=flat, offsets=offsets, keys=_json_bytes(keys), vocab=_json_bytes(new_vocab))
         (tmp / "manifest.json").write_text(json.dumps({"state": list(state), "paper_ids": ids,
                                                        "k1": self.k1, "b": self.b}))
         old = self.root.with_name(self.root.name + ".old")
@@ -152,8 +253,9 @@ class LexicalIndex:
             self.root.rename(old)
         tmp.rename(self.root)
         shutil.rmtree(old, ignore_errors=True)
-        self._set(bm25, ids, state)
-        log.info("lexical index rebuilt: %d papers at %s", len(ids), self.root)
+        self._set(bm25, ids, state, fields)
+        log.info("lexical index rebuilt: %d papers (%d analysed, %d reused) at %s", len(ids), len(ids) - reused,
+                 reused, self.root)
 
     def term_scores(self, terms: dict[str, float]) -> np.ndarray:
         """Σ weight × BM25(term) for every paper (0 for unknown terms)."""
@@ -161,9 +263,14 @@ class LexicalIndex:
         if self._bm25 is None:
             return out
         vocab = self._bm25.vocab_dict
+        m = self._bm25.scores  # CSC: a term's column lists the papers that contain it and their scores
+        data, indices, indptr = m["data"], m["indices"], m["indptr"]
         for term, w in terms.items():
-            if term in vocab and w:
-                out += w * self._bm25.get_scores([term]).astype(np.float32)
+            tid = vocab.get(term)
+            if tid is None or not w or tid + 1 >= len(indptr):
+                continue
+            a, b = indptr[tid], indptr[tid + 1]
+            out[indices[a:b]] += w * data[a:b]  # a paper appears once per column: no repeated indices
         return out
 
     def scores(self, query: str) -> np.ndarray:
@@ -174,6 +281,29 @@ class LexicalIndex:
 
     def positions(self, paper_ids: Iterable[str]) -> np.ndarray:
         return np.array([self._pos[p] for p in paper_ids if p in self._pos], dtype=np.int64)
+
+    def filter_positions(self, author_key: str | None = None, category_key: str | None = None,
+                         year_from: int | None = None, year_to: int | None = None,
+                         paper_ids: Iterable[str] | None = None) -> np.ndarray:
+        """Positions of the papers matching every given condition — the same set Chroma's ``where`` of
+        ``rag.catalog.to_where`` selects (exact key in ``author_keys``/``category_keys``, year bounds,
+        ids), computed from the fields kept with the index instead of reading every matching row."""
+        mask = np.ones(len(self.paper_ids), dtype=bool)
+        f = self._fields
+        for postings, key in ((f.authors, author_key), (f.categories, category_key)):
+            if key is not None:
+                keep = np.zeros_like(mask)
+                keep[postings.get(key, np.zeros(0, np.int64))] = True
+                mask &= keep
+        if year_from is not None:
+            mask &= (f.years != _NO_YEAR) & (f.years >= year_from)
+        if year_to is not None:
+            mask &= (f.years != _NO_YEAR) & (f.years <= year_to)
+        if paper_ids is not None:
+            keep = np.zeros_like(mask)
+            keep[self.positions(paper_ids)] = True
+            mask &= keep
+        return np.flatnonzero(mask)
 
     def idf(self, terms: Iterable[str]) -> dict[str, float]:
         """Lucene-style idf of analysed terms (0 for terms the corpus lacks)."""

@@ -11,6 +11,7 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from rag.catalog import PaperQuery, paper_from_metadata, to_where
 from rag.config import RetrievalSettings
 from rag.embeddings import Embedder
+from rag.ingest import name_key
 from rag.lexical import LexicalIndex, analyze, paper_text
 from rag.store import ChromaStore
 
@@ -44,6 +46,17 @@ class Retrieval:
     timings: dict[str, float]
 
 
+@lru_cache(maxsize=8192)
+def _terms(text: str) -> tuple[str, ...]:
+    """``analyze`` memoised: the same few thousand abstracts come back as feedback and near-duplicate checks."""
+    return tuple(analyze(text))
+
+
+@lru_cache(maxsize=8192)
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(_terms(text))
+
+
 def rrf(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
     """Weighted reciprocal-rank fusion of ranked id lists."""
     out: dict[str, float] = {}
@@ -61,17 +74,23 @@ class Retriever:
         self.store, self.embedder, self.lexical, self.cfg, self.mode = store, embedder, lexical, cfg, mode
 
     # ---- the two retrievers -----------------------------------------------------------------
-    def _allowed(self, filters: PaperQuery) -> set[str] | None:
-        where = to_where(filters)
-        if where is None:
+    def _allowed(self, filters: PaperQuery) -> np.ndarray | None:
+        """Index positions of the papers the filters allow (None: no filter). Read from the lexical index's
+        own copy of the filter fields, which is in sync with the store, instead of fetching every matching
+        paper's row from Chroma (at 100k papers a category filter would read tens of thousands)."""
+        if to_where(filters) is None:
             return None
-        return {md["paper_id"] for md in self.store.papers(where=where)}
+        return self.lexical.filter_positions(
+            author_key=name_key(filters.author) if filters.author else None,
+            category_key=name_key(filters.category) if filters.category else None,
+            year_from=filters.year_from or None, year_to=filters.year_to or None,
+            paper_ids=list(filters.paper_ids) if filters.paper_ids else None)
 
-    def bm25_rank(self, terms: dict[str, float], n: int, allowed: set[str] | None) -> list[tuple[str, float]]:
+    def bm25_rank(self, terms: dict[str, float], n: int, allowed: np.ndarray | None) -> list[tuple[str, float]]:
         scores = self.lexical.term_scores(terms)
         if allowed is not None:
             mask = np.zeros_like(scores, dtype=bool)
-            mask[self.lexical.positions(allowed)] = True
+            mask[allowed] = True
             scores = np.where(mask, scores, 0.0)
         n = min(n, int((scores > 0).sum()))
         if n <= 0:
@@ -95,7 +114,7 @@ class Retriever:
         """RM3-style: add the feedback papers' most characteristic terms at a fraction of the weight."""
         tf: Counter[str] = Counter()
         for md in feedback:
-            terms = analyze(paper_text(md))
+            terms = _terms(paper_text(md))
             if not terms:
                 continue
             for t, c in Counter(terms).items():
@@ -140,12 +159,14 @@ class Retriever:
         timings["dense_ms"] = (time.perf_counter() - t1) * 1000
 
         fused = self._fuse(bm25, dense)
+        fetched: dict[str, dict[str, Any]] = {}  # paper rows already read in this search
         if use_prf and self.cfg.feedback_skip_agree and bm25 and dense and bm25[0][0] == dense[0][0]:
             use_prf = False  # both retrievers already agree on the answer: a pointed, known-item question
         if use_prf and fused and self.mode == "hybrid":
             t1 = time.perf_counter()
             top = sorted(fused, key=lambda p: -fused[p])[: self.cfg.feedback_docs]
             fb = self.store.papers(top)
+            fetched.update((md["paper_id"], md) for md in fb)
             bm25_fb = self.bm25_rank(self._expand_terms(q_terms, fb), n, allowed)
             dense_fb = dense
             if qvec is not None:
@@ -172,7 +193,7 @@ class Retriever:
 
         ranked = sorted(fused, key=lambda p: -fused[p])
         t1 = time.perf_counter()
-        hits = self._materialise(ranked[: max(k * 3, k + 5)], fused, bm25, dense, k)
+        hits = self._materialise(ranked[: max(k * 3, k + 5)], fused, bm25, dense, k, fetched)
         timings["papers_ms"] = (time.perf_counter() - t1) * 1000
         timings["retrieve_ms"] = (time.perf_counter() - t0) * 1000
         return Retrieval(query, filters, hits, timings)
@@ -186,11 +207,15 @@ class Retriever:
                    self.cfg.rrf_k)
 
     def _materialise(self, ids: list[str], fused: dict[str, float], bm25: list[tuple[str, float]],
-                     dense: list[tuple[str, float, str]], k: int) -> list[PaperHit]:
+                     dense: list[tuple[str, float, str]], k: int,
+                     fetched: dict[str, dict[str, Any]] | None = None) -> list[PaperHit]:
         """Paper metadata for the top ids, near-duplicates dropped, k kept."""
         if not ids:
             return []
-        rows = {md["paper_id"]: md for md in self.store.papers(ids)}
+        rows = dict(fetched or {})
+        missing = [p for p in ids if p not in rows]
+        if missing:
+            rows.update((md["paper_id"], md) for md in self.store.papers(missing))
         b = dict(bm25)
         d = {pid: (s, text) for pid, s, text in dense}
         out: list[PaperHit] = []
@@ -199,7 +224,7 @@ class Retriever:
             md = rows.get(pid)
             if md is None:  # stale hit (paper removed meanwhile)
                 continue
-            terms = set(analyze(md.get("abstract", "")))
+            terms = _term_set(md.get("abstract", ""))
             if any(len(terms & s) / max(1, len(terms | s)) > 0.8 for s in seen_terms):
                 continue  # a near-duplicate must not crowd out another paper
             seen_terms.append(terms)
