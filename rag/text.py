@@ -152,7 +152,8 @@ def split_sentences(text: str) -> list[str]:
     out: list[str] = []
     start = 0
     for m in _SENT_END.finditer(masked):
-        before = masked[start:m.start()].rstrip("\"”')]")
+        # Only the word before the end matters; a bounded window keeps runs of skipped ends ("e.g. e.g. …") linear.
+        before = masked[max(start, m.start() - 64):m.start()].rstrip("\"”')]")
         word = re.search(r"(\S+)[.!?]$", before)
         if word and (word.group(1).lower().rstrip(".") in _ABBREV or re.fullmatch(r"[A-Za-z]", word.group(1))):
             continue

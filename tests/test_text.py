@@ -74,3 +74,13 @@ def test_ids_prefer_source_ids_then_hash() -> None:
 def test_hash_key_keeps_every_script() -> None:
     assert normalize_for_hash("Große Modelle") == "grosse modelle"
     assert normalize_for_hash("大型语言模型的研究") != normalize_for_hash("强化学习的理论分析")
+
+
+def test_sentence_splitting_stays_linear_on_runs_of_abbreviations() -> None:
+    """A crafted abstract of 20k characters of "e.g. " once took 7 s (quadratic look-behind)."""
+    import time
+
+    t0 = time.perf_counter()
+    assert len(split_sentences("e.g. " * 4000)) == 1
+    key_phrase("e.g. " * 4000)
+    assert time.perf_counter() - t0 < 2.0
