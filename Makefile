@@ -54,9 +54,21 @@ bench-latency: $(STAMP) ## warm `ask` latency on the sample corpus → docs/benc
 bench-evals: $(STAMP) ## time `paperchat eval` and `eval-retrieval` from an empty home → docs/benchmarks.md
 	$(BIN)/python -m bench.evals
 
+bench-crash: $(STAMP) ## kill -9 a 2k-paper ingest 20×, verify every round → reports/crash_loop.json
+	$(BIN)/python -m bench.crash_loop
+
+bench-load: $(STAMP) ## 20 chat sessions × 60 s against paperchat serve on loopback → reports/load.json
+	$(BIN)/python -m bench.load
+
+bench-injection: $(STAMP) ## prompt injections tried and leaked, both modes → reports/injection.json
+	$(BIN)/python -m bench.injection --out reports/injection.json
+
+test-long: $(STAMP) browser ## the long reliability variants (kill -9 loop, load) on top of the suite
+	$(BIN)/pytest -q --long tests/test_crash_loop.py tests/test_load.py
+
 bench: bench-ingest bench-retrieval bench-latency bench-evals ## every benchmark
 
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-latency bench-evals clean
+.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-latency bench-evals bench-crash bench-load bench-injection test-long clean

@@ -238,12 +238,13 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
         ask_io: dict[str, Any] = {"inputs": [question, chatbot, session, k, mode, *filter_controls],
                   "outputs": [chatbot, session, sources, question, *filter_controls],
                   "show_progress": "minimal"}
-        question.submit(ask, **ask_io)
-        ask_btn.click(ask, **ask_io)
+        question.submit(ask, api_name="ask", **ask_io)  # a stable API name for scripted clients
+        ask_btn.click(ask, api_visibility="undocumented", **ask_io)
         def pick_example(evt: gr.SelectData) -> str:
             return evt.value.get("text", "") if isinstance(evt.value, dict) else str(evt.value or "")
 
-        chatbot.example_select(pick_example, None, question, show_progress="hidden", queue=False).then(ask, **ask_io)
+        chatbot.example_select(pick_example, None, question, show_progress="hidden", queue=False).then(
+            ask, api_visibility="undocumented", **ask_io)
 
         def new_conversation(state: dict[str, Any]) -> tuple[Any, ...]:
             fresh = _new_session()
@@ -252,7 +253,7 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
 
         reset_io: dict[str, Any] = {"inputs": [session],
                                     "outputs": [chatbot, session, sources, download, *filter_controls]}
-        new_btn.click(new_conversation, **reset_io)
+        new_btn.click(new_conversation, api_name="new_conversation", **reset_io)
         chatbot.clear(new_conversation, **reset_io)
         clear_btn.click(lambda: (None, "", "", ""), None, filter_controls, queue=False)
 
