@@ -95,11 +95,13 @@ class Ingestor:
         self.progress = progress
         self.batch_papers = batch_papers
         self._seen: dict[str, str] = {}  # doi / arxiv / abstract key → paper id, within this run
+        self._bumped = False  # the generation was bumped before this run's first write
 
     def ingest(self, paths: Iterable[Path | str], *, fmt: str | None = None, mapping: dict[str, str] | None = None,
                strict: bool = False) -> IngestReport:
         report = IngestReport()
         self._seen.clear()
+        self._bumped = False
         for path in map(Path, paths):
             try:
                 if strict:  # validate the whole file first so a bad record stores nothing from it
@@ -119,12 +121,21 @@ class Ingestor:
         """Ingest records already in memory (tests, benchmarks, other front ends)."""
         report = IngestReport()
         self._seen.clear()
+        self._bumped = False
         self._ingest_items(Path("<memory>"), iter(papers), report)
         if report.changed:
             self.store.bump_generation()
         for hook in self.on_change:
             hook(self.store)
         return report
+
+    def _before_first_write(self) -> None:
+        """Bump the store generation before a run's first write, not only after its last: a run killed in
+        between (even one whose rewrite kept the chunk count) leaves derived indexes visibly stale, so the
+        next sync rebuilds them instead of trusting a saved (generation, count) that still matches."""
+        if not self._bumped:
+            self.store.bump_generation()
+            self._bumped = True
 
     def _ingest_items(self, path: Path, items: Iterator[Paper | RecordProblem], report: IngestReport) -> None:
         bar = tqdm(desc=f"ingest {path.name}", unit=" papers", disable=None if self.progress else True, leave=False)
@@ -216,8 +227,10 @@ class Ingestor:
                     rows.append(ChunkRow(chunk_id(p.id, h, c.index), p.id, c.text, vectors[j],
                                          paper_metadata(p, h, c.index, len(cs), c.llm_tokens)))
                     j += 1
+            self._before_first_write()
             self.store.upsert(rows)
         if stale:
+            self._before_first_write()
             self.store.delete(stale)
         log.info("batch written: %d papers, %d chunks embedded, %d stale chunks deleted", len(batch), len(rows),
                  len(stale))
