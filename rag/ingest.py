@@ -86,8 +86,9 @@ class Ingestor:
 
     def __init__(self, store: ChromaStore, embedder: Embedder, max_chunk_tokens: int = 0, overlap: int = 1,
                  on_change: Iterable[Callable[[ChromaStore], None]] = (), progress: bool = True,
-                 batch_papers: int = 1024) -> None:
+                 batch_papers: int = 1024, abstract_chars: int | None = None) -> None:
         self.store, self.embedder = store, embedder
+        self.abstract_chars = abstract_chars  # longer abstracts are cut at a sentence end, with a warning
         window = embedder.max_tokens
         self.max_tokens = min(max_chunk_tokens, window) if max_chunk_tokens else window
         self.overlap = overlap
@@ -105,8 +106,9 @@ class Ingestor:
         for path in map(Path, paths):
             try:
                 if strict:  # validate the whole file first so a bad record stores nothing from it
-                    loaders.load(path, fmt=fmt, mapping=mapping, strict=True)
-                self._ingest_items(path, loaders.iter_records(path, fmt=fmt, mapping=mapping), report)
+                    loaders.load(path, fmt=fmt, mapping=mapping, strict=True, abstract_chars=self.abstract_chars)
+                records = loaders.iter_records(path, fmt=fmt, mapping=mapping, abstract_chars=self.abstract_chars)
+                self._ingest_items(path, records, report)
             except InputError as e:
                 report.failed += 1
                 report.file_errors.append(str(e))

@@ -67,7 +67,8 @@ class Runtime:
     def ingestor(self, progress: bool = True) -> Ingestor:
         return Ingestor(self.store, self.embedder, self.settings.chunking.max_tokens,
                         self.settings.chunking.overlap_sentences, on_change=self.index_hooks(), progress=progress,
-                        batch_papers=self.settings.ingest.batch_papers)
+                        batch_papers=self.settings.ingest.batch_papers,
+                        abstract_chars=self.settings.limits.abstract_chars)
 
     def index_hooks(self) -> list[Callable[[ChromaStore], None]]:
         """Derived indexes kept in sync by ingest, through the same path as the vectors."""

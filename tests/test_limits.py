@@ -161,6 +161,17 @@ def test_abstract_length(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog
     assert was_cut and len(text) <= 1000
 
 
+def test_ingest_applies_the_configured_abstract_cap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                    make_runtime) -> None:
+    monkeypatch.setenv("PAPERCHAT_LIMITS__ABSTRACT_CHARS", "1000")
+    f = tmp_path / "long.jsonl"
+    f.write_text(json.dumps({"title": "Tides", "abstract": "Okapi kernels forecast tides. " * 100}) + "\n")
+    rt = make_runtime()
+    assert rt.ingestor(progress=False).ingest([f]).added == 1
+    (stored,) = rt.store.papers()
+    assert len(stored["abstract"]) <= 1000 and stored["abstract"].endswith("tides. \u2026")
+
+
 def test_limit_errors_are_paperchat_errors() -> None:
     """The CLI and UI map PaperchatError to one line; every limit error is one."""
     assert issubclass(BudgetExceeded, PaperchatError) and issubclass(InputError, PaperchatError)
