@@ -20,7 +20,7 @@ import logging
 import re
 import shutil
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,15 @@ def paper_text(md: dict[str, Any]) -> str:
     parts = [title] * TITLE_WEIGHT + [" ".join(md.get("authors") or []), " ".join(md.get("categories") or []),
                                       plain_text(md.get("abstract", ""))]
     return " ".join(p for p in parts if p)
+
+
+class _IdLists(list):  # type: ignore[type-arg]
+    """Per-paper int32 id arrays that bm25s iterates as plain int lists, one paper at a time: lists of
+    Python ints for every paper at once would cost ~10× the memory, and bm25s counts numpy scalars slowly."""
+
+    def __iter__(self) -> Iterator[list[int]]:  # type: ignore[override]
+        for arr in super().__iter__():
+            yield arr.tolist()
 
 
 _NO_YEAR = np.iinfo(np.int32).min
@@ -234,7 +243,7 @@ class LexicalIndex:
         words_of = {i: w for w, i in vocab.items()}
         new_vocab = [words_of[int(i)] for i in used]
         del rows, words_of, vocab
-        docs = [flat[offsets[i]:offsets[i + 1]] for i in range(len(ids))]
+        docs = _IdLists(flat[offsets[i]:offsets[i + 1]] for i in range(len(ids)))
         bm25 = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
         bm25.index((docs, {w: i for i, w in enumerate(new_vocab)}), show_progress=False)
         del docs
