@@ -276,8 +276,10 @@ def ingest(n: int, corpus: Path, home: Path, reuse: bool) -> dict[str, Any]:
     result = {"papers": n, "seconds": round(wall, 1), "papers_per_s": round(n / wall, 2), "peak_rss_mb": round(rss),
               "added": report.get("added"), "embedded_chunks": report.get("embedded_chunks"),
               "resumed": resumed, "load_before": before, "load_after": load()}
-    first = _time_file(home) if resumed else None
-    if first:  # the interrupted/earlier run was timed by /usr/bin/time -v: its figures describe the ingest
+    # An earlier run timed by /usr/bin/time -v describes the ingest only if it completed it (this run then
+    # found nothing to add); after an interrupted one, this run's figures are those of a resumed ingest.
+    first = _time_file(home) if resumed and not (report.get("added") or report.get("updated")) else None
+    if first:
         result.update(seconds=first["seconds"], papers_per_s=round(n / first["seconds"], 2),
                       peak_rss_mb=max(round(rss), first["peak_rss_mb"]), timed_by=first["file"])
     marker.write_text(json.dumps(result))
