@@ -17,6 +17,7 @@ known shapes of injection, not a proof that none gets through.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -109,12 +110,15 @@ _OUT_OBJ = (r"(?:\byour\s+(?:\w+\s+){0,2}(?:answers?|repl(?:y|ies)|responses?|ou
 _IMPERATIVE = (r"(?:print|output|say|write|type|reply|respond|answer|include|append|prepend|insert|add|quote|"
                r"repeat|reproduce|copy|translate|state|mention|begin|start|end|put|place|emit|display|return|echo|"
                r"summari[sz]e|recite|spell|list)(?![\w-])")
+_CLAUSE = r"(?:^|(?<=[.!?]))"  # the start of the text or of a clause
 _GENERAL = re.compile("|".join([
     # addressed to the consumer, with a directive and an output action, in any order
-    rf"(?=[^.!?]*\b{_AI}\b|[^.!?]*(?:{_CONSUMER}))(?=[^.!?]*\b{_DIRECTIVE})(?=[^.!?]*\b{_OUT_VERB})"
+    # (lookahead-only alternatives start at a clause start: whatever matches mid-clause also matches there, and
+    # trying every position made each search quadratic — 12 ms a sentence)
+    rf"{_CLAUSE}(?=[^.!?]*\b{_AI}\b|[^.!?]*(?:{_CONSUMER}))(?=[^.!?]*\b{_DIRECTIVE})(?=[^.!?]*\b{_OUT_VERB})"
     rf"(?=[^.!?]*(?:{_PAYLOAD_CUE}|{_OUT_OBJ}))",
     # the answer as the object of a directive ("every derived answer must carry ...", "state X in your response")
-    rf"(?=[^.!?]*{_OUT_OBJ})(?=[^.!?]*\b{_DIRECTIVE_NEAR}{_OUT_VERB}|[^.!?]*\b{_OUT_VERB}[^.!?]*{_OUT_OBJ})",
+    rf"{_CLAUSE}(?=[^.!?]*{_OUT_OBJ})(?=[^.!?]*\b{_DIRECTIVE_NEAR}{_OUT_VERB}|[^.!?]*\b{_OUT_VERB}[^.!?]*{_OUT_OBJ})",
     # an imperative opening the sentence (after "please"/"when you …,"/"if you are …,"/a label), aimed at the answer
     rf"^\W{{0,3}}(?:[\w ]{{1,40}}:\s*)?(?:(?:when|if|once|after|before)\s+you\b[^,]{{0,80}},\s*)?(?:please\s+|"
     rf"kindly\s+|now\s+|then\s+|also\s+|always\s+)?{_IMPERATIVE}\b(?=[^.!?]*(?:\byou\b|\byour\b|{_OUT_OBJ}|"
@@ -144,6 +148,7 @@ _CODE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9][\w\-:]{3,}$|^[A-Z][A-Z0-
 _MARKERS = re.compile(r"\s*\[\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*\]")
 
 
+@functools.lru_cache(maxsize=65536)  # the same abstract sentences are checked on every answer that cites them
 def is_instruction(text: str) -> bool:
     """True when ``text`` (a sentence or a title) reads as an instruction to an assistant rather than research."""
     return bool(text) and bool(_INSTRUCTION.search(text) or _GENERAL.search(text))
