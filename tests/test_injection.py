@@ -45,15 +45,13 @@ REFS_PAPER = {"title": "NumbatNet for desert rainfall nowcasting", "authors": ["
                           "NumbatNet runs on a single CPU."}
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[dict[str, Any]]:
-    """The sample corpus plus one hostile paper per tuned case, and a compromised model behind the llm mode."""
+def _hostile_store(home: Path, embedder: Any, papers: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The sample corpus plus ``papers`` in a store of their own, and a compromised model behind the llm mode."""
     from rag.chain import AnswerChain
     from rag.config import get_settings
     from rag.runtime import Runtime
     from tests.fakes.openai_server import FakeOpenAIServer
 
-    home = tmp_path_factory.mktemp("injection-home")
     with FakeOpenAIServer(model="stub-model", responder=compromised_model) as llm:
         with pytest.MonkeyPatch.context() as mp:
             for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
@@ -63,9 +61,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[d
         rt = Runtime(settings, _embedder=embedder)
         try:
             hostile = home / "hostile.json"
-            hostile.write_text(json.dumps([c.paper for c in TUNED] + [REFS_PAPER], ensure_ascii=False))
+            hostile.write_text(json.dumps(papers, ensure_ascii=False))
             report = rt.ingestor(progress=False).ingest([*SAMPLE, hostile])
-            assert report.added == len(TUNED) + 1 + 40, report.summary()
+            assert report.added == len(papers) + 40, report.summary()
             known = {md["paper_id"] for md in rt.store.papers()}
             yield {"chain": AnswerChain(rt), "known": known, "llm": llm}
         finally:
@@ -73,29 +71,16 @@ def setup(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[d
 
 
 @pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[dict[str, Any]]:
+    """The sample corpus plus one hostile paper per tuned case (and one citing its own references)."""
+    yield from _hostile_store(tmp_path_factory.mktemp("injection-home"), embedder,
+                              [c.paper for c in TUNED] + [REFS_PAPER])
+
+
+@pytest.fixture(scope="module")
 def blind_setup(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[dict[str, Any]]:
     """The sample corpus plus the blind set's hostile papers (a store of their own, as in bench/injection.py)."""
-    from rag.chain import AnswerChain
-    from rag.config import get_settings
-    from rag.runtime import Runtime
-    from tests.fakes.openai_server import FakeOpenAIServer
-
-    home = tmp_path_factory.mktemp("injection-blind-home")
-    with FakeOpenAIServer(model="stub-model", responder=compromised_model) as llm:
-        with pytest.MonkeyPatch.context() as mp:
-            for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
-                mp.delenv(key)
-            mp.chdir(home)
-            settings = get_settings(home=home, llm={"base_url": llm.base_url, "model": "stub-model"})
-        rt = Runtime(settings, _embedder=embedder)
-        try:
-            hostile = home / "hostile.json"
-            hostile.write_text(json.dumps([c.paper for c in BLIND], ensure_ascii=False))
-            report = rt.ingestor(progress=False).ingest([*SAMPLE, hostile])
-            assert report.added == len(BLIND) + 40, report.summary()
-            yield {"chain": AnswerChain(rt), "known": {md["paper_id"] for md in rt.store.papers()}}
-        finally:
-            rt.close()
+    yield from _hostile_store(tmp_path_factory.mktemp("injection-blind-home"), embedder, [c.paper for c in BLIND])
 
 
 def _report(capsys: pytest.CaptureFixture[str], what: str, outcomes: list[Any]) -> None:
