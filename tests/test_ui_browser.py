@@ -99,8 +99,8 @@ def app_server(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Itera
         runtime.close()
 
 
-@pytest.fixture(scope="module")
-def browser(app_server: dict[str, Any]) -> Iterator[Any]:
+def debian_chromium() -> Iterator[Any]:
+    """Debian's chromium driven by Playwright, offline flags on (never `playwright install`)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -109,6 +109,11 @@ def browser(app_server: dict[str, Any]) -> Iterator[Any]:
             "--disable-sync"])
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(app_server: dict[str, Any]) -> Iterator[Any]:
+    yield from debian_chromium()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import free_port
-from tests.test_ui_browser import ARTIFACTS, CHROMIUM, EVIL, ask, assert_inert, shot
+from tests.test_ui_browser import ARTIFACTS, CHROMIUM, EVIL, ask, assert_inert, debian_chromium, shot
 
 pytestmark = pytest.mark.browser
 
@@ -61,14 +61,7 @@ def hostile_llm_app(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> 
 
 @pytest.fixture(scope="module")
 def chromium(hostile_llm_app: dict[str, Any]) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync"])
-        yield b
-        b.close()
+    yield from debian_chromium()
 
 
 def test_hostile_model_output_renders_inert(chromium: Any, hostile_llm_app: dict[str, Any]) -> None:
