@@ -270,12 +270,19 @@ def ingest(n: int, corpus: Path, home: Path, reuse: bool) -> dict[str, Any]:
     home.mkdir(parents=True, exist_ok=True)
     log.info("%s %d papers into %s", "resuming ingest of" if resumed else "ingesting", n, home)
     before = load()
-    rc, wall, rss = run([str(BIN / "paperchat"), "ingest", "--json", str(corpus)], home, home / "ingest.out")
+    t0 = time.perf_counter()
+    proc = start([str(BIN / "paperchat"), "ingest", "--json", str(corpus)], home, home / "ingest.out")
+    curve = sample_rss(proc, home / "ingest-rss.tsv")
+    rc, wall, rss = finish(proc, t0)
+    if rc != 0:
+        raise SystemExit(f"ingest failed ({rc}): {(home / 'ingest.out.err').read_text(errors='replace')[-2000:]}")
     lines = [ln for ln in (home / "ingest.out").read_text().splitlines() if ln.strip().startswith("{")]
     report = json.loads(lines[-1]) if lines else {}
-    result = {"papers": n, "seconds": round(wall, 1), "papers_per_s": round(n / wall, 2), "peak_rss_mb": round(rss),
-              "added": report.get("added"), "embedded_chunks": report.get("embedded_chunks"),
-              "resumed": resumed, "load_before": before, "load_after": load()}
+    done = (report.get("added") or 0) if resumed else n  # a resumed run is timed on the papers it added
+    result = {"papers": n, "seconds": round(wall, 1), "papers_per_s": round(done / wall, 2) if done else None,
+              "peak_rss_mb": round(rss), "added": report.get("added"), "embedded_chunks": report.get("embedded_chunks"),
+              "chunks_per_s": round((report.get("embedded_chunks") or 0) / wall, 2), "resumed": resumed,
+              "rss_curve_mb": curve, "load_before": before, "load_after": load()}
     # An earlier run timed by /usr/bin/time -v describes the ingest only if it completed it (this run then
     # found nothing to add); after an interrupted one, this run's figures are those of a resumed ingest.
     first = _time_file(home) if resumed and not (report.get("added") or report.get("updated")) else None
@@ -284,6 +291,25 @@ def ingest(n: int, corpus: Path, home: Path, reuse: bool) -> dict[str, Any]:
                       peak_rss_mb=max(round(rss), first["peak_rss_mb"]), timed_by=first["file"])
     marker.write_text(json.dumps(result))
     return result
+
+
+def sample_rss(proc: subprocess.Popen, path: Path, every_s: float = 15.0) -> list[tuple[float, int]]:
+    """RSS of a running child (MB) every ``every_s`` seconds until it exits; also written to ``path``."""
+    curve: list[tuple[float, int]] = []
+    t0 = time.perf_counter()
+    with path.open("w") as f:
+        while proc.poll() is None:
+            try:
+                status = Path(f"/proc/{proc.pid}/status").read_text()
+            except OSError:
+                break
+            m = re.search(r"VmRSS:\s+(\d+)", status)
+            if m:
+                curve.append((round(time.perf_counter() - t0, 1), int(m.group(1)) // 1024))
+                f.write(f"{curve[-1][0]}\t{curve[-1][1]}\n")
+                f.flush()
+            time.sleep(every_s)
+    return curve
 
 
 def _time_file(home: Path) -> dict[str, Any] | None:
@@ -415,6 +441,8 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     res: dict[str, Any] = {"papers": n, "machine": machine(), "load_start": load(),
                            "corpus_mb": round(corpus.stat().st_size / 2**20, 1)}
     res["ingest"] = ingest(n, corpus, home, args.reuse)
+    if args.ingest_only:
+        return res
     if args.ratio_sample:
         res["ratio"] = ratio(corpus, min(args.ratio_sample, n), scratch)
     parts = {p: disk_bytes(home / p) for p in ("chroma", "lexical", "cache")}
@@ -514,7 +542,7 @@ def render(data: dict[str, Any], img_dir: Path, doc: Path, command: str) -> str:
     for r in runs:
         ing, s, ra = r["ingest"], r["serve"], r.get("ratio", {})
         rows.append(
-            f"| {r['papers']:,} | {ing['papers_per_s']:.1f}"
+            f"| {r['papers']:,} | {ing['papers_per_s'] or float('nan'):.1f}"
             f"{' (resumed run)' if ing.get('resumed') and not ing.get('timed_by') else ''} | "
             f"{ra.get('bare_pps', float('nan')):.1f} | {ra.get('ratio', float('nan')):.3f} | {ing['peak_rss_mb']} | "
             f"{r['disk']['per_paper_kb']:.1f} | {r['cold_start']['median_s']:.1f} | "
@@ -620,6 +648,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000], help="corpus sizes (default 1000 10000)")
     ap.add_argument("--server", action="store_true", help="also run against `chroma run` with concurrent clients")
     ap.add_argument("--reuse", action="store_true", help="keep an ingested home (resume it if interrupted)")
+    ap.add_argument("--ingest-only", action="store_true",
+                    help="only ingest (a later --reuse run measures the rest, reusing that ingest's figures)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--workdir", type=Path, default=WORKDIR, help=f"corpora and homes (default {WORKDIR})")
     ap.add_argument("--questions", type=int, default=60, help="timed questions per kind (default 60)")
@@ -651,13 +681,16 @@ def main(argv: list[str] | None = None) -> int:
     new = {}
     for n in args.sizes:
         res = measure(n, args)
+        if args.ingest_only:
+            log.info("%d papers ingested: %s", n, {k: v for k, v in res["ingest"].items() if k != "rss_curve_mb"})
+            continue
         new[str(n)] = res
         s = res["serve"]
         log.info("%d papers: ingest %.1f papers/s, retrieval p95 %.0f ms, answer p95 %.0f ms, serve RSS %d MB",
                  n, res["ingest"]["papers_per_s"], s["retrieve_ms"]["p95"], s["answer_ms"]["p95"], s["peak_rss_mb"])
     if args.json:
         print(json.dumps(new, indent=1))
-    if not args.no_write:
+    if not args.no_write and new:
         data = merge(args.results, new)
         cmd = "python -m bench.scale --sizes " + " ".join(map(str, args.sizes)) + (" --server" if args.server else "")
         body = render(data, args.img_dir, args.doc, cmd)

@@ -17,7 +17,7 @@ import numpy as np
 from langchain_core.runnables import Runnable, RunnableLambda
 
 from rag.answer import Answer
-from rag.catalog import PaperQuery, paper_from_metadata, to_where
+from rag.catalog import PaperQuery, paper_from_metadata
 from rag.condense import (
     Condensed,
     Turn,
@@ -169,7 +169,7 @@ class AnswerChain:
     def _condense(self, state: State) -> State:
         t0 = time.perf_counter()
         question, history = state["question"], state["history"]
-        parsed = parse_question(question, catalog_for(self.runtime.store))
+        parsed = parse_question(question, catalog_for(self.runtime.lexical, self.runtime.store))
         filters = merge_filters(parsed.filters, state["explicit"])
         cleaned = parsed.cleaned
         listing = not filters.is_empty() and not content_terms(cleaned)
@@ -198,11 +198,14 @@ class AnswerChain:
             hits = self._prefer(hits, condensed)
         state["total_matches"] = None
         if state["listing"]:
-            where = to_where(filters)
-            rows = self.runtime.store.papers(where=where) if where else []
-            state["total_matches"] = len(rows)
-            if not hits and rows:  # nothing scored (an empty query): list the matches as stored
-                hits = [PaperHit(md["paper_id"], 0.0, paper=paper_from_metadata(md)) for md in rows[:k]]
+            # Counted from the lexical index's filter fields: a category of a 100k-paper store can match
+            # tens of thousands of papers, whose rows are never read just to be counted.
+            allowed = self.retriever.allowed(filters)
+            state["total_matches"] = 0 if allowed is None else len(allowed)
+            if not hits and allowed is not None and len(allowed):  # nothing scored (an empty query): list them
+                ids = sorted(self.retriever.lexical.paper_ids[i] for i in allowed)[:k]
+                rows = {md["paper_id"]: md for md in self.runtime.store.papers(ids)}
+                hits = [PaperHit(p, 0.0, paper=paper_from_metadata(rows[p])) for p in ids if p in rows]
         state["hits"] = hits
         state["query_vector"] = self.evidence.embed([query])[0]
         for name, ms in result.timings.items():

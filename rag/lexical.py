@@ -191,8 +191,9 @@ class LexicalIndex:
             log.warning("lexical index at %s unreadable (%s); rebuilding", self.root, e)
             return False
         fields = _Fields.load(self.root / "fields.npz")
-        if fields is None or len(fields.years) != len(manifest["paper_ids"]):
-            return False  # an index saved before filter fields were kept: rebuild it once
+        current = fields is not None and len(fields.years) == len(manifest["paper_ids"])
+        if not current or not (self.root / "catalog.json").exists():
+            return False  # an index saved before filter fields (or the catalog) were kept: rebuild it once
         self._set(bm25, manifest["paper_ids"], state, fields)
         return True
 
@@ -216,6 +217,7 @@ class LexicalIndex:
         saved, old_vocab = self._saved_terms()
         vocab: dict[str, int] = {t: i for i, t in enumerate(old_vocab)}
         rows: list[tuple[str, str, np.ndarray, Any, list[str], list[str]]] = []
+        names: dict[str, tuple[list[str], list[str]]] = {}  # display authors and categories, for the catalog
         reused = 0
         for md in papers:  # streamed: only term ids are kept per paper
             key = f"{md['paper_id']}#{md.get('content_hash', '')}"
@@ -227,6 +229,7 @@ class LexicalIndex:
                 reused += 1
             rows.append((md["paper_id"], key, terms, md.get("year"), list(md.get("author_keys") or []),
                          list(md.get("category_keys") or [])))
+            names[md["paper_id"]] = (list(md.get("authors") or []), list(md.get("categories") or []))
         del saved
         rows.sort(key=lambda r: r[0])
         ids = [r[0] for r in rows]
@@ -234,6 +237,9 @@ class LexicalIndex:
         if not rows:
             self._set(None, [], state)
             return
+        catalog = [[pid, int(r[3]) if isinstance(r[3], int) and not isinstance(r[3], bool) else None, *names[pid]]
+                   for pid, r in zip(ids, rows, strict=True)]
+        del names
         # Keep only the terms still used, renumbered 0..V-1 (old vocabularies would otherwise only grow).
         fields = _Fields.build([(r[3], r[4], r[5]) for r in rows])
         lengths = np.array([len(r[2]) for r in rows], dtype=np.int64)
@@ -253,6 +259,8 @@ class LexicalIndex:
         tmp.mkdir(parents=True)
         bm25.save(str(tmp / "bm25"))
         fields.save(tmp / "fields.npz")
+        (tmp / "catalog.json").write_text(json.dumps(catalog, ensure_ascii=False))
+        del catalog
         np.savez(tmp / "terms.npz", ids=flat, offsets=offsets, keys=_json_bytes(keys), vocab=_json_bytes(new_vocab))
         (tmp / "manifest.json").write_text(json.dumps({"state": list(state), "paper_ids": ids,
                                                        "k1": self.k1, "b": self.b}))
@@ -265,6 +273,32 @@ class LexicalIndex:
         self._set(bm25, ids, state, fields)
         log.info("lexical index rebuilt: %d papers (%d analysed, %d reused) at %s", len(ids), len(ids) - reused,
                  reused, self.root)
+
+    @property
+    def state(self) -> tuple[int, int]:
+        """The store (generation, chunk count) the loaded index was built at."""
+        return self._built_at
+
+    def catalog_rows(self) -> list[dict[str, Any]]:
+        """Every paper's id, year, authors and categories as stored (display forms), read from the file saved
+        with the index: the question-filter catalog and the library's statistics are built from these
+        instead of from every paper's full metadata row (abstracts included) in Chroma."""
+        with self._lock:
+            if self._bm25 is None:
+                return []
+            try:
+                raw = json.loads((self.root / "catalog.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                log.warning("catalog of the lexical index at %s unreadable; it will be rebuilt", self.root)
+                self._built_at = (-1, -1)  # the next sync rebuilds the index (and the catalog with it)
+                return []
+        return [{"paper_id": pid, "year": year, "authors": authors, "categories": cats}
+                for pid, year, authors, cats in raw]
+
+    def year_span(self) -> tuple[int | None, int | None]:
+        """Earliest and latest year among the indexed papers (None, None when no paper has one)."""
+        years = self._fields.years[self._fields.years != _NO_YEAR]
+        return (int(years.min()), int(years.max())) if years.size else (None, None)
 
     def term_scores(self, terms: dict[str, float]) -> np.ndarray:
         """Σ weight × BM25(term) for every paper (0 for unknown terms)."""

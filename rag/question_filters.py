@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag.catalog import PaperQuery
-from rag.lexical import analyze
+from rag.lexical import LexicalIndex, analyze
 from rag.store import ChromaStore
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,9 @@ class FilterCatalog:
     categories: dict[tuple[str, ...], str] = field(default_factory=dict)  # stemmed tokens → display
     category_papers: dict[str, frozenset[str]] = field(default_factory=dict)
     has_years: bool = False
+    by_first: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # first token → names, longest first
+    category_names: tuple[str, ...] = ()  # every category exactly as stored, sorted case-insensitively
+    n_authors: int = 0  # distinct author names as stored
 
     def papers_by(self, name: str) -> frozenset[str]:
         """Paper ids of a full author name, or of every author with that surname."""
@@ -94,10 +97,14 @@ class FilterCatalog:
         a_papers: dict[str, set[str]] = {}
         cats: dict[tuple[str, ...], str] = {}
         c_papers: dict[str, set[str]] = {}
+        raw_authors: set[str] = set()
+        raw_cats: set[str] = set()
         has_years = False
         for md in papers:
             pid = md["paper_id"]
             has_years = has_years or bool(md.get("year"))
+            raw_authors.update(md.get("authors") or [])
+            raw_cats.update(c for c in md.get("categories") or [] if c and c.strip())
             for a in md.get("authors") or []:
                 toks = _name_tokens(a)
                 if not toks:
@@ -111,25 +118,32 @@ class FilterCatalog:
                 if toks:
                     cats.setdefault(toks, c)
                     c_papers.setdefault(cats[toks], set()).add(pid)
+        by_first: dict[str, list[tuple[str, ...]]] = {}
+        for name in authors:
+            if len(name) > 1:
+                by_first.setdefault(name[0], []).append(name)
         return FilterCatalog(authors, surnames, {k: frozenset(v) for k, v in a_papers.items()}, cats,
-                             {k: frozenset(v) for k, v in c_papers.items()}, has_years)
+                             {k: frozenset(v) for k, v in c_papers.items()}, has_years,
+                             {k: tuple(sorted(v, key=len, reverse=True)) for k, v in by_first.items()},
+                             tuple(sorted(raw_cats, key=str.casefold)), len(raw_authors))
 
 
-_CACHE: dict[tuple[str, str], tuple[int, int, FilterCatalog]] = {}
+_CACHE: dict[str, tuple[tuple[int, int], FilterCatalog]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def catalog_for(store: ChromaStore) -> FilterCatalog:
-    """The store's catalog, rebuilt only when the store's generation or size changes."""
-    key = (store.location, store.settings.store.collection)
-    state = (store.generation, store.count_chunks())
+def catalog_for(lexical: LexicalIndex, store: ChromaStore) -> FilterCatalog:
+    """The store's catalog, built from the names saved with its lexical index (synced first), and rebuilt
+    only when that index is: never from every paper's full row in Chroma."""
+    lexical.sync(store)
+    key, state = str(lexical.root), lexical.state
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
-        if hit and (hit[0], hit[1]) == state:
-            return hit[2]
-    cat = FilterCatalog.build(store.papers())
+        if hit and hit[0] == state:
+            return hit[1]
+    cat = FilterCatalog.build(lexical.catalog_rows())
     with _CACHE_LOCK:
-        _CACHE[key] = (state[0], state[1], cat)
+        _CACHE[key] = (state, cat)
     return cat
 
 
@@ -153,14 +167,10 @@ def _find_authors(question: str, toks: list[tuple[str, int, int]], cat: FilterCa
                   taken: list[tuple[int, int]]) -> list[tuple[str, int, int]]:
     found: list[tuple[str, int, int]] = []
     words = [t for t, _, _ in toks]
-    by_first: dict[str, list[tuple[str, ...]]] = {}
-    for name in cat.authors:
-        if len(name) > 1:
-            by_first.setdefault(name[0], []).append(name)
     i = 0
     while i < len(toks):
         best = None
-        for name in sorted(by_first.get(words[i], []), key=len, reverse=True):
+        for name in cat.by_first.get(words[i], ()):
             if tuple(words[i:i + len(name)]) == name:
                 best = name
                 break

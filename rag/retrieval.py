@@ -74,7 +74,7 @@ class Retriever:
         self.store, self.embedder, self.lexical, self.cfg, self.mode = store, embedder, lexical, cfg, mode
 
     # ---- the two retrievers -----------------------------------------------------------------
-    def _allowed(self, filters: PaperQuery) -> np.ndarray | None:
+    def allowed(self, filters: PaperQuery) -> np.ndarray | None:
         """Index positions of the papers the filters allow (None: no filter). Read from the lexical index's
         own copy of the filter fields, which is in sync with the store, instead of fetching every matching
         paper's row from Chroma (at 100k papers a category filter would read tens of thousands)."""
@@ -137,7 +137,7 @@ class Retriever:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         self.lexical.sync(self.store)
-        allowed = self._allowed(filters)
+        allowed = self.allowed(filters)
         timings["filter_ms"] = (time.perf_counter() - t0) * 1000
         n = max(self.cfg.candidates, k)
         use_prf = self.cfg.feedback_docs > 0 if feedback is None else feedback

@@ -345,7 +345,15 @@ class ChromaStore:
 
     @_guarded
     def paper_ids(self) -> list[str]:
-        return sorted({md["paper_id"] for md in self.iter_metadata(where={"chunk": 0})})
+        """Every stored paper's id, read from chunk ids alone (no metadata decoded)."""
+        out: set[str] = set()
+        offset = 0
+        while True:
+            res = self.collection.get(where={"chunk": 0}, include=[], limit=_GET_PAGE, offset=offset)
+            out.update(cid.rsplit("#", 2)[0] for cid in res["ids"])
+            if len(res["ids"]) < _GET_PAGE:
+                return sorted(out)
+            offset += _GET_PAGE
 
     @_guarded
     def iter_metadata(self, where: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:

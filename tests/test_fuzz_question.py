@@ -58,7 +58,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[A
 def catalog(chain: Any) -> Any:
     from rag.question_filters import catalog_for
 
-    return catalog_for(chain.runtime.store)
+    return catalog_for(chain.runtime.lexical, chain.runtime.store)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from rag.catalog import PaperQuery
+from rag import question_filters
 from rag.question_filters import FilterCatalog, catalog_for, merge_filters, parse_question
 
 ROWS = [
@@ -139,12 +140,20 @@ def test_catalog_is_cached_per_store_generation(make_runtime, tmp_path: Path) ->
     rt = make_runtime()
     first = Path(__file__).parent / "fixtures" / "loaders" / "listing.txt"
     rt.ingestor(progress=False).ingest([first])
-    a = catalog_for(rt.store)
-    assert catalog_for(rt.store) is a and a.authors
+    a = catalog_for(rt.lexical, rt.store)
+    assert catalog_for(rt.lexical, rt.store) is a and a.authors
+    assert a.n_authors == len({x for p in rt.store.papers() for x in p.get("authors") or []})
+    assert a.category_names == tuple(sorted({c for p in rt.store.papers() for c in p.get("categories") or []},
+                                            key=str.casefold))
     extra = tmp_path / "more.jsonl"
     extra.write_text('{"id": "x1", "title": "A paper", "abstract": "We study nothing in particular at all here.", '
                      '"authors": ["Zora Quillfeather"], "categories": ["Quantum Basketry"]}\n')
     rt.ingestor(progress=False).ingest([extra])
-    b = catalog_for(rt.store)
+    b = catalog_for(rt.lexical, rt.store)
     assert b is not a and parse_question("papers by Zora Quillfeather", b).filters.author == "Zora Quillfeather"
     assert parse_question("Quantum Basketry papers", b).filters.category == "Quantum Basketry"
+    # A fresh process (a second runtime on the same home) reads the catalog saved with the lexical index.
+    rt.lexical._bm25 = None
+    question_filters._CACHE.clear()
+    c = catalog_for(rt.lexical, rt.store)
+    assert c is not b and c.authors == b.authors and c.category_papers == b.category_papers

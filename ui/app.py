@@ -95,13 +95,13 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
     feedback = services.FeedbackLog(settings.home / "feedback.jsonl")
     modes = ["extractive"] + ([] if settings.offline else ["llm"])
     default_mode = resolve_mode(settings, None)
-    papers = runtime.store.papers()
     cats = services.categories(runtime)
-    examples = services.example_questions(papers)
+    examples = services.example_questions(services.example_papers(runtime),
+                                          category_counts=services.category_counts(runtime))
     delay = settings.ui.stream_delay_ms / 1000
 
     def header() -> str:
-        n = len(runtime.store.paper_ids())
+        n = services.paper_count(runtime)
         return (f"# paperchat\nAsk questions about **{n} papers**; answers quote the abstracts and cite them "
                 f"— open a card on the right to read the evidence.")
 

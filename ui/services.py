@@ -23,6 +23,7 @@ from rag.catalog import PaperQuery
 from rag.config import LimitSettings
 from rag.errors import InputError
 from rag.ingest import IngestReport
+from rag.question_filters import FilterCatalog, catalog_for
 from rag.runtime import Runtime
 from rag.text import key_phrase
 
@@ -130,29 +131,50 @@ def controls_from_filters(filters: dict[str, Any]) -> tuple[str | None, str, str
 
 
 # ---- corpus ------------------------------------------------------------------------------------------
+def _catalog(runtime: Runtime) -> FilterCatalog:
+    return catalog_for(runtime.lexical, runtime.store)
+
+
+def paper_count(runtime: Runtime) -> int:
+    """Papers in the store, from its lexical index (synced): no pass over Chroma's rows."""
+    runtime.lexical.sync(runtime.store)
+    return len(runtime.lexical)
+
+
 def corpus_stats(runtime: Runtime) -> dict[str, Any]:
-    """Papers, chunks, authors, categories, year span and model of the store."""
-    store = runtime.store
-    papers = store.papers()
-    years = sorted(int(p["year"]) for p in papers if p.get("year"))
-    return {"papers": len(papers), "chunks": store.count_chunks(),
-            "authors": len({a for p in papers for a in p.get("authors") or []}),
-            "categories": len({c for p in papers for c in p.get("categories") or []}),
-            "years": (years[0], years[-1]) if years else (None, None), "model": store.model_name}
+    """Papers, chunks, authors, categories, year span and model of the store, from the catalog kept with
+    the lexical index (a 100k-paper store is not read row by row to count its authors)."""
+    cat = _catalog(runtime)
+    return {"papers": len(runtime.lexical), "chunks": runtime.store.count_chunks(), "authors": cat.n_authors,
+            "categories": len(cat.category_names), "years": runtime.lexical.year_span(),
+            "model": runtime.store.model_name}
 
 
 def categories(runtime: Runtime) -> list[str]:
     """Every category in the store, sorted case-insensitively."""
-    cats = {c for p in runtime.store.papers() for c in p.get("categories") or [] if c and c.strip()}
-    return sorted(cats, key=str.casefold)
+    return list(_catalog(runtime).category_names)
+
+
+def example_papers(runtime: Runtime, n: int = 64) -> list[dict[str, Any]]:
+    """The ``n`` papers first in id-hash order (the order ``example_questions`` draws from), read by id."""
+    runtime.lexical.sync(runtime.store)
+    ids = sorted(runtime.lexical.paper_ids, key=lambda p: hashlib.sha1(p.encode()).hexdigest())[:n]
+    return runtime.store.papers(ids) if ids else []
+
+
+def category_counts(runtime: Runtime) -> dict[str, int]:
+    """Papers per category (categories differing only in case or plural are counted together)."""
+    return {name: len(ids) for name, ids in _catalog(runtime).category_papers.items()}
 
 
 _PLAIN_PHRASE = re.compile(r"^[A-Za-z][\w\s\-–&'()/,.+]{1,70}$")
 
 
-def example_questions(papers: Iterable[dict[str, Any]], n: int = 4) -> list[str]:
+def example_questions(papers: Iterable[dict[str, Any]], n: int = 4, category_counts: dict[str, int] | None = None
+                      ) -> list[str]:
     """Questions drawn from the corpus: "What is <the paper's named method>?" for papers of different
-    categories, chosen deterministically (by a hash of the id), and one listing by category."""
+    categories, chosen deterministically (by a hash of the id), and one listing by the largest category
+    (counted over ``papers`` unless the whole store's ``category_counts`` are given)."""
     rows = sorted(papers, key=lambda p: hashlib.sha1(str(p.get("paper_id") or p.get("id")).encode()).hexdigest())
     out: list[str] = []
     used: set[str] = set()
@@ -170,10 +192,11 @@ def example_questions(papers: Iterable[dict[str, Any]], n: int = 4) -> list[str]
         used.add(cat)
         if len(out) == n:
             break
-    counts: dict[str, int] = {}
-    for p in rows:
-        for c in p.get("categories") or []:
-            counts[c] = counts.get(c, 0) + 1
+    counts: dict[str, int] = dict(category_counts or {})
+    if category_counts is None:
+        for p in rows:
+            for c in p.get("categories") or []:
+                counts[c] = counts.get(c, 0) + 1
     plain = [c for c in counts if _PLAIN_PHRASE.match(c)]
     if plain:
         top = max(plain, key=lambda c: (counts[c], c))
