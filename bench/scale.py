@@ -272,8 +272,7 @@ def ingest(n: int, corpus: Path, home: Path, reuse: bool) -> dict[str, Any]:
     before = load()
     t0 = time.perf_counter()
     proc = start([str(BIN / "paperchat"), "ingest", "--json", str(corpus)], home, home / "ingest.out")
-    curve = sample_rss(proc, home / "ingest-rss.tsv")
-    rc, wall, rss = finish(proc, t0)
+    curve, (rc, wall, rss) = sample_rss(proc, home / "ingest-rss.tsv", t0)
     if rc != 0:
         raise SystemExit(f"ingest failed ({rc}): {(home / 'ingest.out.err').read_text(errors='replace')[-2000:]}")
     lines = [ln for ln in (home / "ingest.out").read_text().splitlines() if ln.strip().startswith("{")]
@@ -293,23 +292,31 @@ def ingest(n: int, corpus: Path, home: Path, reuse: bool) -> dict[str, Any]:
     return result
 
 
-def sample_rss(proc: subprocess.Popen, path: Path, every_s: float = 15.0) -> list[tuple[float, int]]:
-    """RSS of a running child (MB) every ``every_s`` seconds until it exits; also written to ``path``."""
+def sample_rss(proc: subprocess.Popen, path: Path, t0: float,
+               every_s: float = 15.0) -> tuple[list[tuple[float, int]], tuple[int, float, float]]:
+    """Wait for a child, recording its RSS (MB) every ``every_s`` seconds (also written to ``path``):
+    (the curve, and ``finish``'s (exit code, wall seconds, peak RSS MB)). Reaps the child with ``wait4``
+    itself, so the peak comes from the kernel, not from the samples."""
     curve: list[tuple[float, int]] = []
-    t0 = time.perf_counter()
+    next_at = 0.0
     with path.open("w") as f:
-        while proc.poll() is None:
-            try:
-                status = Path(f"/proc/{proc.pid}/status").read_text()
-            except OSError:
-                break
-            m = re.search(r"VmRSS:\s+(\d+)", status)
-            if m:
-                curve.append((round(time.perf_counter() - t0, 1), int(m.group(1)) // 1024))
-                f.write(f"{curve[-1][0]}\t{curve[-1][1]}\n")
-                f.flush()
-            time.sleep(every_s)
-    return curve
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                return curve, (proc.returncode, time.perf_counter() - t0, usage.ru_maxrss / 1024)
+            now = time.perf_counter() - t0
+            if now >= next_at:
+                try:
+                    m = re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{proc.pid}/status").read_text())
+                except OSError:
+                    m = None
+                if m:
+                    curve.append((round(now, 1), int(m.group(1)) // 1024))
+                    f.write(f"{curve[-1][0]}\t{curve[-1][1]}\n")
+                    f.flush()
+                next_at = now + every_s
+            time.sleep(0.2)
 
 
 def _time_file(home: Path) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ import re
 import threading
 import unicodedata
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from rag.catalog import PaperQuery
@@ -55,10 +56,12 @@ def fold(text: str) -> str:
     return "".join(c for c in s if not unicodedata.combining(c)).casefold()
 
 
+@lru_cache(maxsize=1 << 16)
 def _name_tokens(name: str) -> tuple[str, ...]:
     return tuple(_TOKEN.findall(fold(name)))
 
 
+@lru_cache(maxsize=1 << 12)  # a 100k-paper store repeats a few hundred categories 200k times
 def _cat_tokens(name: str) -> tuple[str, ...]:
     out = []
     for tok in _TOKEN.findall(fold(name)):

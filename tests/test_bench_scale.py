@@ -50,7 +50,8 @@ def test_scale_harness_tiny(tmp_path: Path) -> None:
     assert "<!-- scale:start -->" in text and "kept" in text and "| 120 |" in text
     assert (tmp_path / "img" / "scale-latency.png").stat().st_size > 0
     assert (tmp_path / "img" / "scale-resources.png").stat().st_size > 0
-    # --reuse measures the same home again without re-ingesting it
-    assert scale.main([*argv, "--reuse", "--ratio-sample", "0"]) == 0
-    again = json.loads((tmp_path / "scale.json").read_text())["runs"]["120"]
-    assert again["ingest"]["reused"] is True and "ratio" not in again
+    assert run["ingest"]["rss_curve_mb"] and run["ingest"]["chunks_per_s"] > 0
+    # --reuse keeps the ingested home and its figures instead of ingesting again
+    corpus, home = work / "corpus-120.jsonl", work / "home-120"
+    again = scale.ingest(120, corpus, home, reuse=True)
+    assert again["reused"] is True and again["seconds"] == run["ingest"]["seconds"]
