@@ -100,13 +100,13 @@ class Retriever:
         return [(self.lexical.paper_ids[i], float(scores[i])) for i in top]
 
     def dense_rank(self, vector: np.ndarray, n: int, filters: PaperQuery) -> list[tuple[str, float, str]]:
-        hits = self.store.query(vector, n * 3, where=to_where(filters))
+        """(paper id, cosine, id of its best chunk), best first; chunk texts are read only for the papers kept."""
         best: dict[str, tuple[float, str]] = {}
-        for h in hits:
-            if h.paper_id not in best or h.score > best[h.paper_id][0]:
-                best[h.paper_id] = (h.score, h.text)
+        for cid, pid, score in self.store.nearest(vector, n * 3, where=to_where(filters)):
+            if pid not in best or score > best[pid][0]:
+                best[pid] = (score, cid)
         ranked = sorted(best.items(), key=lambda kv: -kv[1][0])[:n]
-        return [(pid, s, text) for pid, (s, text) in ranked]
+        return [(pid, s, cid) for pid, (s, cid) in ranked]
 
     # ---- pseudo-relevance feedback ----------------------------------------------------------
     def _expand_terms(self, query_terms: dict[str, float], feedback: list[dict[str, Any]],
@@ -170,11 +170,12 @@ class Retriever:
             bm25_fb = self.bm25_rank(self._expand_terms(q_terms, fb), n, allowed)
             dense_fb = dense
             if qvec is not None:
-                # Rocchio on the dense side: pull the query towards the feedback papers' best chunks.
-                chunk_of = {pid: text for pid, _, text in dense}
-                texts = [chunk_of[p] for p in top if p in chunk_of]
-                if texts:
-                    centroid = self.embedder.embed(texts).mean(axis=0)
+                # Rocchio on the dense side: pull the query towards the feedback papers' best chunks (their
+                # stored vectors: nothing is embedded again).
+                chunk_of = {pid: cid for pid, _, cid in dense}
+                stored = self.store.vectors([chunk_of[p] for p in top if p in chunk_of])
+                if stored:
+                    centroid = np.stack(list(stored.values())).mean(axis=0)
                     q2 = qvec + self.cfg.feedback_dense * centroid
                     dense_fb = self.dense_rank(q2 / np.linalg.norm(q2), n, filters)
             if self.cfg.feedback_blend:
@@ -217,7 +218,8 @@ class Retriever:
         if missing:
             rows.update((md["paper_id"], md) for md in self.store.papers(missing))
         b = dict(bm25)
-        d = {pid: (s, text) for pid, s, text in dense}
+        d = {pid: (s, cid) for pid, s, cid in dense}
+        texts = self.store.documents([d[p][1] for p in ids if p in d])
         out: list[PaperHit] = []
         seen_terms: list[set[str]] = []
         for pid in ids:
@@ -229,8 +231,8 @@ class Retriever:
                 continue  # a near-duplicate must not crowd out another paper
             seen_terms.append(terms)
             ds = d.get(pid)
-            out.append(PaperHit(pid, fused[pid], ds[0] if ds else None, b.get(pid), ds[1] if ds else "",
-                                paper_from_metadata(md)))
+            out.append(PaperHit(pid, fused[pid], ds[0] if ds else None, b.get(pid),
+                                texts.get(ds[1], "") if ds else "", paper_from_metadata(md)))
             if len(out) >= k:
                 break
         return out

@@ -383,6 +383,15 @@ class ChromaStore:
     def papers(self, paper_ids: Sequence[str] | None = None,
                where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Paper metadata (chunk 0 rows) by ids and/or a metadata filter."""
+        if paper_ids is not None and not where:
+            # By id alone: select on paper_id and keep chunk 0 here. Adding {"chunk": 0} to the filter makes
+            # Chroma intersect two metadata conditions, ~4× slower on a large store (47 vs 12 ms for 10 ids).
+            out: list[dict[str, Any]] = []
+            ids = list(dict.fromkeys(paper_ids))
+            for i in range(0, len(ids), 500):
+                res = self.collection.get(where={"paper_id": {"$in": ids[i:i + 500]}}, include=["metadatas"])
+                out.extend(md for md in res["metadatas"] if md.get("chunk") == 0)
+            return out
         clauses: list[dict[str, Any]] = [{"chunk": 0}]
         if paper_ids is not None:
             if not paper_ids:
@@ -392,6 +401,35 @@ class ChromaStore:
             clauses.append(where)
         flt = clauses[0] if len(clauses) == 1 else {"$and": clauses}
         return list(self.iter_metadata(where=flt))
+
+    @_guarded
+    def nearest(self, embedding: np.ndarray, n: int, where: dict[str, Any] | None = None
+                ) -> list[tuple[str, str, float]]:
+        """(chunk id, paper id, cosine) of the ``n`` nearest chunks, best first. Only ids and distances are
+        read (the paper id is part of the chunk id): fetching documents and metadata for every candidate
+        costs ~10× the vector search itself."""
+        total = self.count_chunks()
+        if total == 0:
+            return []
+        res = self.collection.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)],
+                                    n_results=min(n, total), where=where, include=["distances"])
+        return [(cid, cid.rsplit("#", 2)[0], 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
+
+    @_guarded
+    def documents(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """Chunk id → text, for the chunks given (missing ones are left out)."""
+        if not chunk_ids:
+            return {}
+        res = self.collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["documents"])
+        return dict(zip(res["ids"], res["documents"], strict=True))
+
+    @_guarded
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Chunk id → stored embedding, for the chunks given (missing ones are left out)."""
+        if not chunk_ids:
+            return {}
+        res = self.collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["embeddings"])
+        return {cid: np.asarray(v, dtype=np.float32) for cid, v in zip(res["ids"], res["embeddings"], strict=True)}
 
     @_guarded
     def query(self, embedding: np.ndarray, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
