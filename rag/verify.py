@@ -130,7 +130,7 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
     evs = evidence.papers([h.paper for h in sources])
     stmts = statements(text)
     vecs = evidence.embed([s.text for s in stmts]) if stmts else None
-    best: dict[int, list[tuple[float, int]]] = {i: [] for i in range(1, len(sources) + 1)}
+    best: dict[int, list[tuple[float, int, int]]] = {i: [] for i in range(1, len(sources) + 1)}
     scores: dict[int, list[float]] = {i: [] for i in range(1, len(sources) + 1)}
     for si, st in enumerate(stmts):
         terms = content_terms(st.text)
@@ -149,14 +149,14 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
             lex = _share(weights, total, ev.all_terms)
             support = 0.5 * float(cos.max()) + 0.5 * lex
             scores[n].append(support)
-            best[n].append((both[j], j))
+            best[n].append((round(both[j], 6), -si, j))  # ties (float noise) go to the earlier statement
             if support < SUPPORTED:
                 warnings.append(f"[{n}] may not support: \u201c{st.text[:160]}\u201d (support {support:.2f})")
     citations = []
     for n, hit in enumerate(sources, start=1):
         p = hit.paper
         ev = evs[n - 1]
-        picked = sorted(set(j for _, j in sorted(best[n], reverse=True)[:2]))
+        picked = sorted(set(j for *_, j in sorted(best[n], reverse=True)[:2]))
         evidence_text = " ".join(ev.sentences[j] for j in picked)
         old = order[n - 1]
         summary = gen.summaries.get(old) or " ".join(s.text for s in stmts if n in s.cites)[:600]
