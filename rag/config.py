@@ -56,6 +56,9 @@ class IngestSettings(BaseModel):
     batch_papers: int = Field(1024, ge=1, le=100_000,
                               description="papers embedded and written per step (larger pads less, "
                                           "smaller resumes finer)")
+    sentence_vectors: bool = Field(False, description="also embed every abstract sentence at ingest (into the "
+                                   "embedding cache), so no answer waits to embed its papers' sentences; "
+                                   "roughly doubles ingest time")
 
 
 class RetrievalSettings(BaseModel):

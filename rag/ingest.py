@@ -37,6 +37,7 @@ class IngestReport:
     skipped: int = 0
     failed: int = 0  # files that could not be ingested at all
     embedded_chunks: int = 0
+    embedded_sentences: int = 0  # with ingest.sentence_vectors
     problems: list[str] = field(default_factory=list)
     file_errors: list[str] = field(default_factory=list)
 
@@ -50,7 +51,8 @@ class IngestReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("added", "updated", "unchanged", "duplicates", "skipped", "failed",
-                                              "embedded_chunks", "problems", "file_errors")}
+                                              "embedded_chunks", "embedded_sentences", "problems",
+                                              "file_errors")}
 
 
 def name_key(name: str) -> str:
@@ -86,7 +88,7 @@ class Ingestor:
 
     def __init__(self, store: ChromaStore, embedder: Embedder, max_chunk_tokens: int = 0, overlap: int = 1,
                  on_change: Iterable[Callable[[ChromaStore], None]] = (), progress: bool = True,
-                 batch_papers: int = 1024, abstract_chars: int | None = None) -> None:
+                 batch_papers: int = 1024, abstract_chars: int | None = None, sentence_vectors: bool = False) -> None:
         self.store, self.embedder = store, embedder
         self.abstract_chars = abstract_chars  # longer abstracts are cut at a sentence end, with a warning
         window = embedder.max_tokens
@@ -95,6 +97,7 @@ class Ingestor:
         self.on_change = list(on_change)
         self.progress = progress
         self.batch_papers = batch_papers
+        self.sentence_vectors = sentence_vectors  # warm the embedding cache with every abstract sentence
         self._seen: dict[str, str] = {}  # doi / arxiv / abstract key → paper id, within this run
         self._bumped = False  # the generation was bumped before this run's first write
 
@@ -231,6 +234,12 @@ class Ingestor:
                     j += 1
             self._before_first_write()
             self.store.upsert(rows)
+            if self.sentence_vectors:  # the vectors land in the embedding cache, where answers look first
+                from rag.generate.evidence import evidence_texts  # (rag.generate → rag.catalog → rag.ingest)
+
+                sentences = [t for p, _ in to_write for t in evidence_texts(p.abstract)]
+                self.embedder.embed(sentences)
+                report.embedded_sentences += len(sentences)
         if stale:
             self._before_first_write()
             self.store.delete(stale)

@@ -68,7 +68,8 @@ class Runtime:
         return Ingestor(self.store, self.embedder, self.settings.chunking.max_tokens,
                         self.settings.chunking.overlap_sentences, on_change=self.index_hooks(), progress=progress,
                         batch_papers=self.settings.ingest.batch_papers,
-                        abstract_chars=self.settings.limits.abstract_chars)
+                        abstract_chars=self.settings.limits.abstract_chars,
+                        sentence_vectors=self.settings.ingest.sentence_vectors and self.settings.embeddings.cache)
 
     def index_hooks(self) -> list[Callable[[ChromaStore], None]]:
         """Derived indexes kept in sync by ingest, through the same path as the vectors."""

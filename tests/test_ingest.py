@@ -103,3 +103,28 @@ def test_strict_mode_stores_nothing_from_a_file_with_a_bad_record(make_runtime, 
     lenient = rt.ingestor(progress=False).ingest([path])
     assert (lenient.added, lenient.skipped) == (5, 1)
     assert "papers.jsonl:4" in lenient.problems[0]
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_sentence_vectors_at_ingest_spare_answers_the_embedding(embedder, tmp_path: Path, warm: bool) -> None:
+    """With ingest.sentence_vectors, every abstract sentence is in the embedding cache before any answer
+    needs it: an answer then embeds only its question. Without it, the answer embeds its papers' sentences."""
+    from rag.chain import AnswerChain
+    from rag.config import get_settings
+    from rag.embed_cache import CachedEmbedder
+    from rag.runtime import Runtime
+
+    cached = CachedEmbedder(embedder, tmp_path / "vectors.sqlite")
+    rt = Runtime(get_settings(home=str(tmp_path / "home"), ingest={"sentence_vectors": warm}), _embedder=cached)
+    try:
+        report = rt.ingestor(progress=False).ingest(SAMPLE[:1])
+        assert report.added == 20
+        assert (report.embedded_sentences > 4 * report.added) is warm
+        before = cached.misses
+        answer = AnswerChain(rt).ask("Which methods reduce the training cost of reinforcement learning?")
+        assert answer.citations
+        fresh = cached.misses - before
+        assert fresh <= 2 if warm else fresh > 10  # the question (and its condensed form) at most
+    finally:
+        rt.close()
+        cached.close()

@@ -121,6 +121,11 @@ def sentences_of(abstract: str) -> list[str]:
     return [out[i] for i in usable_sentences(out)]
 
 
+def evidence_texts(abstract: str) -> list[str]:
+    """What the evidence index embeds for an abstract: its usable sentences as plain text."""
+    return [plain_text(s) for s in sentences_of(abstract)]
+
+
 def entities(question: str) -> list[frozenset[str]]:
     """Named things in a question (acronyms, CamelCase, names with digits: "EVO", "FedGMT", "PMD-mean"),
     each as its analysed terms."""
