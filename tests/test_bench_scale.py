@@ -33,12 +33,12 @@ def test_synth_is_deterministic_prefix_stable_and_loadable(tmp_path: Path) -> No
 def test_scale_harness_tiny(tmp_path: Path) -> None:
     work, doc = tmp_path / "work", tmp_path / "benchmarks.md"
     doc.write_text("# Benchmarks\n\n<!-- other:start -->\nkept\n<!-- other:end -->\n")
-    argv = ["--sizes", "120", "--workdir", str(work), "--questions", "3", "--warmup", "1", "--profile", "1",
-            "--cold-runs", "1", "--ratio-sample", "20", "--results", str(tmp_path / "scale.json"),
+    argv = ["--sizes", "60", "--workdir", str(work), "--questions", "3", "--warmup", "1", "--profile", "1",
+            "--cold-runs", "1", "--ratio-sample", "10", "--results", str(tmp_path / "scale.json"),
             "--img-dir", str(tmp_path / "img"), "--doc", str(doc)]
     assert scale.main(argv) == 0
-    run = json.loads((tmp_path / "scale.json").read_text())["runs"]["120"]
-    assert run["ingest"]["added"] == 120 and run["ingest"]["peak_rss_mb"] > 0
+    run = json.loads((tmp_path / "scale.json").read_text())["runs"]["60"]
+    assert run["ingest"]["added"] == 60 and run["ingest"]["peak_rss_mb"] > 0
     assert {"bare_pps", "pipeline_pps", "ratio"} <= run["ratio"].keys()
     assert run["disk"]["total_bytes"] > 0 and run["disk"]["per_paper_kb"] > 0
     assert run["cold_start"]["median_s"] > 0
@@ -47,11 +47,11 @@ def test_scale_harness_tiny(tmp_path: Path) -> None:
     assert serve["retrieve_ms"]["n"] == 3 and serve["answer_ms"]["n"] == 3
     assert "total_ms" in serve["answer_stages"] and serve["peak_rss_mb"] > 0 and "cumulative" in serve["profile"]
     text = doc.read_text()
-    assert "<!-- scale:start -->" in text and "kept" in text and "| 120 |" in text
+    assert "<!-- scale:start -->" in text and "kept" in text and "| 60 |" in text
     assert (tmp_path / "img" / "scale-latency.png").stat().st_size > 0
     assert (tmp_path / "img" / "scale-resources.png").stat().st_size > 0
     assert run["ingest"]["rss_curve_mb"] and run["ingest"]["chunks_per_s"] > 0
     # --reuse keeps the ingested home and its figures instead of ingesting again
-    corpus, home = work / "corpus-120.jsonl", work / "home-120"
-    again = scale.ingest(120, corpus, home, reuse=True)
+    corpus, home = work / "corpus-60.jsonl", work / "home-60"
+    again = scale.ingest(60, corpus, home, reuse=True)
     assert again["reused"] is True and again["seconds"] == run["ingest"]["seconds"]
