@@ -70,11 +70,8 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, cfg: EmbeddingSettings) -> None:
         import torch
-        import transformers
-        from sentence_transformers import SentenceTransformer
 
-        transformers.logging.set_verbosity_error()  # no weight-loading bars or length warnings
-        transformers.logging.disable_progress_bar()
+        from rag import bert
 
         torch.set_num_threads(max(1, torch.get_num_threads()))
         # oneDNN caches compiled kernels per input shape, and exact-length batching makes a new shape for
@@ -87,16 +84,29 @@ class SentenceTransformerEmbedder:
             source, self._name = str(path), f"sentence-transformers/{DEFAULT_MODEL}"
         else:
             source, self._name = cfg.model, cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
-        try:
-            self._model = SentenceTransformer(source, device=cfg.device, local_files_only=True)
-        except Exception as e:
-            raise ConfigError(f"cannot load embedding model {cfg.model!r} ({e.__class__.__name__}: {e}); "
-                              "give a local path or a model already in the Hugging Face cache") from e
+        # A local BERT mean-pooling model (the bundled one included) runs in plain torch (rag.bert): the same
+        # vectors without importing sentence-transformers, which alone costs ~10 s of every cold start.
+        self._bert = bert.load(Path(source), cfg.device) if Path(source).is_dir() else None
+        self._model: Any = None
+        if self._bert is None:
+            try:
+                import transformers
+                from sentence_transformers import SentenceTransformer
+
+                transformers.logging.set_verbosity_error()  # no weight-loading bars or length warnings
+                transformers.logging.disable_progress_bar()
+                self._model = SentenceTransformer(source, device=cfg.device, local_files_only=True)
+            except Exception as e:
+                raise ConfigError(f"cannot load embedding model {cfg.model!r} ({e.__class__.__name__}: {e}); "
+                                  "give a local path or a model already in the Hugging Face cache") from e
         self._batch = cfg.batch_size
         self._query_threads = cfg.query_threads
-        self._dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
-                        else self._model.get_sentence_embedding_dimension())
-        self._max = int(self._model.max_seq_length)
+        if self._bert is not None:
+            self._dim, self._max = self._bert.dim, self._bert.shape.max_seq_length
+        else:
+            self._dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
+                            else self._model.get_sentence_embedding_dimension())
+            self._max = int(self._model.max_seq_length)
         # Token ids of texts counted for chunking, kept so embed() need not tokenise them again. Stored as
         # int32 arrays: lists of Python ints cost ~10 KB per abstract, and texts counted but never embedded
         # (sentences of long abstracts) stay until the next clear.
@@ -118,7 +128,7 @@ class SentenceTransformerEmbedder:
 
     def _encodings(self, texts: list[str]) -> list[Any] | None:
         """Token ids from the Rust tokenizer directly (no truncation), or None for slow tokenizers."""
-        fast = getattr(self._model.tokenizer, "_tokenizer", None)
+        fast = self._bert.tokenizer if self._bert is not None else getattr(self._model.tokenizer, "_tokenizer", None)
         if fast is None or not hasattr(fast, "encode_batch"):
             return None
         with self._tok_lock:
@@ -181,7 +191,7 @@ class SentenceTransformerEmbedder:
 
         order = sorted(range(len(ids)), key=lambda i: len(ids[i][0]))
         out = np.zeros((len(ids), self._dim), dtype=np.float32)
-        pad = self._model.tokenizer.pad_token_id or 0
+        pad = self._bert.pad_id if self._bert is not None else (self._model.tokenizer.pad_token_id or 0)
         with torch.inference_mode():
             for b in range(0, len(order), self._batch):
                 idx = order[b:b + self._batch]
@@ -195,9 +205,12 @@ class SentenceTransformerEmbedder:
                     if ids[i][1] is not None:
                         types[row, :n] = torch.as_tensor(np.asarray(ids[i][1], dtype=np.int64))
                     mask[row, :n] = 1
-                feats = self._model.forward({"input_ids": input_ids, "attention_mask": mask,
-                                             "token_type_ids": types})
-                out[idx] = feats["sentence_embedding"].float().cpu().numpy()
+                if self._bert is not None:
+                    pooled = self._bert.forward(input_ids, types, mask)
+                else:
+                    pooled = self._model.forward({"input_ids": input_ids, "attention_mask": mask,
+                                                  "token_type_ids": types})["sentence_embedding"]
+                out[idx] = pooled.float().cpu().numpy()
         return _normalise(out)
 
 

@@ -13,8 +13,9 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from rag.catalog import PaperQuery
@@ -74,17 +75,40 @@ def _cat_tokens(name: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class FilterCatalog:
-    """What the store holds that a question can name."""
+    """What the store holds that a question can name. Built from the distinct names only; which papers each
+    author or category has is worked out on first use (a question naming several of them, the library's
+    counts), so a cold process over 100k papers does not pay for it before its first answer."""
 
     authors: dict[tuple[str, ...], str] = field(default_factory=dict)  # name tokens → display name
     surnames: dict[str, str] = field(default_factory=dict)  # folded surname → display surname
-    author_papers: dict[str, frozenset[str]] = field(default_factory=dict)  # display name → paper ids
     categories: dict[tuple[str, ...], str] = field(default_factory=dict)  # stemmed tokens → display
-    category_papers: dict[str, frozenset[str]] = field(default_factory=dict)
     has_years: bool = False
     by_first: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # first token → names, longest first
     category_names: tuple[str, ...] = ()  # every category exactly as stored, sorted case-insensitively
     n_authors: int = 0  # distinct author names as stored
+    rows: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = field(default=(), repr=False)
+
+    @cached_property
+    def author_papers(self) -> dict[str, frozenset[str]]:
+        """Display name → paper ids."""
+        out: dict[str, set[str]] = {}
+        for pid, names, _ in self.rows:
+            for a in names:
+                toks = _name_tokens(a)
+                if toks:
+                    out.setdefault(self.authors[toks], set()).add(pid)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    @cached_property
+    def category_papers(self) -> dict[str, frozenset[str]]:
+        """Display category → paper ids."""
+        out: dict[str, set[str]] = {}
+        for pid, _, cats in self.rows:
+            for c in cats:
+                toks = _cat_tokens(c)
+                if toks:
+                    out.setdefault(self.categories[toks], set()).add(pid)
+        return {k: frozenset(v) for k, v in out.items()}
 
     def papers_by(self, name: str) -> frozenset[str]:
         """Paper ids of a full author name, or of every author with that surname."""
@@ -94,41 +118,34 @@ class FilterCatalog:
         return frozenset(p for full, ps in self.author_papers.items() if _name_tokens(full)[-1:] == toks for p in ps)
 
     @staticmethod
-    def build(papers: list[dict[str, Any]]) -> FilterCatalog:
+    def build(papers: Iterable[dict[str, Any]]) -> FilterCatalog:
+        papers = list(papers)
+        rows = tuple((str(md["paper_id"]), tuple(md.get("authors") or ()), tuple(md.get("categories") or ()))
+                     for md in papers)
+        has_years = any(md.get("year") for md in papers)
         authors: dict[tuple[str, ...], str] = {}
         surnames: dict[str, str] = {}
-        a_papers: dict[str, set[str]] = {}
+        raw_authors = dict.fromkeys(a for _, names, _ in rows for a in names)  # first-seen order wins the display
+        for a in raw_authors:
+            toks = _name_tokens(a)
+            if not toks:
+                continue
+            authors.setdefault(toks, a)
+            if len(toks) > 1 and len(toks[-1]) > 1:
+                surnames.setdefault(toks[-1], a.split()[-1] if a.split() else toks[-1])
         cats: dict[tuple[str, ...], str] = {}
-        c_papers: dict[str, set[str]] = {}
-        raw_authors: set[str] = set()
-        raw_cats: set[str] = set()
-        has_years = False
-        for md in papers:
-            pid = md["paper_id"]
-            has_years = has_years or bool(md.get("year"))
-            raw_authors.update(md.get("authors") or [])
-            raw_cats.update(c for c in md.get("categories") or [] if c and c.strip())
-            for a in md.get("authors") or []:
-                toks = _name_tokens(a)
-                if not toks:
-                    continue
-                authors.setdefault(toks, a)
-                a_papers.setdefault(authors[toks], set()).add(pid)
-                if len(toks) > 1 and len(toks[-1]) > 1:
-                    surnames.setdefault(toks[-1], a.split()[-1] if a.split() else toks[-1])
-            for c in md.get("categories") or []:
-                toks = _cat_tokens(c)
-                if toks:
-                    cats.setdefault(toks, c)
-                    c_papers.setdefault(cats[toks], set()).add(pid)
+        raw_cats = dict.fromkeys(c for _, _, cs in rows for c in cs if c and c.strip())
+        for c in raw_cats:
+            toks = _cat_tokens(c)
+            if toks:
+                cats.setdefault(toks, c)
         by_first: dict[str, list[tuple[str, ...]]] = {}
         for name in authors:
             if len(name) > 1:
                 by_first.setdefault(name[0], []).append(name)
-        return FilterCatalog(authors, surnames, {k: frozenset(v) for k, v in a_papers.items()}, cats,
-                             {k: frozenset(v) for k, v in c_papers.items()}, has_years,
+        return FilterCatalog(authors, surnames, cats, has_years,
                              {k: tuple(sorted(v, key=len, reverse=True)) for k, v in by_first.items()},
-                             tuple(sorted(raw_cats, key=str.casefold)), len(raw_authors))
+                             tuple(sorted(raw_cats, key=str.casefold)), len(raw_authors), rows)
 
 
 _CACHE: dict[str, tuple[tuple[int, int], FilterCatalog]] = {}

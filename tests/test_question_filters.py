@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.catalog import PaperQuery
 from rag import question_filters
+from rag.catalog import PaperQuery
 from rag.question_filters import FilterCatalog, catalog_for, merge_filters, parse_question
 
 ROWS = [
