@@ -60,6 +60,13 @@ bench-crash: $(STAMP) ## kill -9 a 2k-paper ingest 20×, verify every round → 
 bench-load: $(STAMP) ## 20 chat sessions × 60 s against paperchat serve on loopback → reports/load.json
 	$(BIN)/python -m bench.load
 
+SIZES ?= 1000 10000
+bench-scale: $(STAMP) ## ingest, disk, memory, cold start, latency at SIZES papers (+ chroma server) → docs/benchmarks.md
+	$(BIN)/python -m bench.scale --sizes $(SIZES) --server
+
+bench-encoder: $(STAMP) ## the local encoder alone: texts/s by batch size, RSS with and without oneDNN (prints JSON)
+	$(BIN)/python -m bench.encoder
+
 bench-injection: $(STAMP) ## prompt injections tried and leaked, both modes → reports/injection.json
 	$(BIN)/python -m bench.injection --out reports/injection.json
 
@@ -71,4 +78,4 @@ bench: bench-ingest bench-retrieval bench-latency bench-evals ## every benchmark
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-latency bench-evals bench-crash bench-load bench-injection test-long clean
+.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-latency bench-evals bench-crash bench-load bench-injection bench-scale bench-encoder test-long clean

@@ -84,6 +84,7 @@ class SentenceTransformerEmbedder:
             source, self._name = str(path), f"sentence-transformers/{DEFAULT_MODEL}"
         else:
             source, self._name = cfg.model, cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
+        self.source = source  # what SentenceTransformer(...) would load: a local folder or a hub name
         # A local BERT mean-pooling model (the bundled one included) runs in plain torch (rag.bert): the same
         # vectors without importing sentence-transformers, which alone costs ~10 s of every cold start.
         self._bert = bert.load(Path(source), cfg.device) if Path(source).is_dir() else None
