@@ -13,7 +13,7 @@ import logging
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any
@@ -91,23 +91,21 @@ class FilterCatalog:
     @cached_property
     def author_papers(self) -> dict[str, frozenset[str]]:
         """Display name → paper ids."""
-        out: dict[str, set[str]] = {}
-        for pid, names, _ in self.rows:
-            for a in names:
-                toks = _name_tokens(a)
-                if toks:
-                    out.setdefault(self.authors[toks], set()).add(pid)
-        return {k: frozenset(v) for k, v in out.items()}
+        return self._papers_of(1, _name_tokens, self.authors)
 
     @cached_property
     def category_papers(self) -> dict[str, frozenset[str]]:
         """Display category → paper ids."""
+        return self._papers_of(2, _cat_tokens, self.categories)
+
+    def _papers_of(self, column: int, tokens: Callable[[str], tuple[str, ...]],
+                   display: dict[tuple[str, ...], str]) -> dict[str, frozenset[str]]:
         out: dict[str, set[str]] = {}
-        for pid, _, cats in self.rows:
-            for c in cats:
-                toks = _cat_tokens(c)
+        for row in self.rows:
+            for name in row[column]:
+                toks = tokens(name)
                 if toks:
-                    out.setdefault(self.categories[toks], set()).add(pid)
+                    out.setdefault(display[toks], set()).add(row[0])
         return {k: frozenset(v) for k, v in out.items()}
 
     def papers_by(self, name: str) -> frozenset[str]:
