@@ -290,7 +290,10 @@ class LexicalIndex:
                 raw = json.loads((self.root / "catalog.json").read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 log.warning("catalog of the lexical index at %s unreadable; it will be rebuilt", self.root)
-                self._built_at = (-1, -1)  # the next sync rebuilds the index (and the catalog with it)
+                # Drop the manifest too: otherwise the next sync would load this same index (the catalog file
+                # exists) instead of rebuilding it with a readable catalog.
+                self._manifest().unlink(missing_ok=True)
+                self._built_at = (-1, -1)
                 return []
         return [{"paper_id": pid, "year": year, "authors": authors, "categories": cats}
                 for pid, year, authors, cats in raw]

@@ -157,3 +157,13 @@ def test_catalog_is_cached_per_store_generation(make_runtime, tmp_path: Path) ->
     question_filters._CACHE.clear()
     c = catalog_for(rt.lexical, rt.store)
     assert c is not b and c.authors == b.authors and c.category_papers == b.category_papers
+
+
+def test_an_unreadable_catalog_file_is_rebuilt_not_trusted(make_runtime) -> None:
+    rt = make_runtime()
+    rt.ingestor(progress=False).ingest([Path(__file__).parent / "fixtures" / "loaders" / "listing.txt"])
+    rt.lexical.sync(rt.store)
+    (rt.lexical.root / "catalog.json").write_text("{torn")
+    assert rt.lexical.catalog_rows() == []
+    question_filters._CACHE.clear()
+    assert catalog_for(rt.lexical, rt.store).authors  # the sync rebuilt the index and its catalog
