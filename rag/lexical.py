@@ -92,6 +92,7 @@ class _IdLists(list):  # type: ignore[type-arg]
 
 
 _NO_YEAR = np.iinfo(np.int32).min
+CATALOG_FILE = "catalog.sqlite"
 
 
 class _Fields:
@@ -192,7 +193,7 @@ class LexicalIndex:
             return False
         fields = _Fields.load(self.root / "fields.npz")
         current = fields is not None and len(fields.years) == len(manifest["paper_ids"])
-        if not current or not (self.root / "catalog.json").exists():
+        if not current or not (self.root / CATALOG_FILE).is_file():
             return False  # an index saved before filter fields (or the catalog) were kept: rebuild it once
         self._set(bm25, manifest["paper_ids"], state, fields)
         return True
@@ -237,7 +238,7 @@ class LexicalIndex:
         if not rows:
             self._set(None, [], state)
             return
-        catalog = [[pid, int(r[3]) if isinstance(r[3], int) and not isinstance(r[3], bool) else None, *names[pid]]
+        catalog = [(pid, r[3] if isinstance(r[3], int) and not isinstance(r[3], bool) else None, *names[pid])
                    for pid, r in zip(ids, rows, strict=True)]
         del names
         # Keep only the terms still used, renumbered 0..V-1 (old vocabularies would otherwise only grow).
@@ -259,7 +260,9 @@ class LexicalIndex:
         tmp.mkdir(parents=True)
         bm25.save(str(tmp / "bm25"))
         fields.save(tmp / "fields.npz")
-        (tmp / "catalog.json").write_text(json.dumps(catalog, ensure_ascii=False))
+        from rag import filter_catalog  # (it imports analyze from here)
+
+        filter_catalog.write_file(tmp / CATALOG_FILE, catalog)
         del catalog
         np.savez(tmp / "terms.npz", ids=flat, offsets=offsets, keys=_json_bytes(keys), vocab=_json_bytes(new_vocab))
         (tmp / "manifest.json").write_text(json.dumps({"state": list(state), "paper_ids": ids,
@@ -279,24 +282,18 @@ class LexicalIndex:
         """The store (generation, chunk count) the loaded index was built at."""
         return self._built_at
 
-    def catalog_rows(self) -> list[dict[str, Any]]:
-        """Every paper's id, year, authors and categories as stored (display forms), read from the file saved
-        with the index: the question-filter catalog and the library's statistics are built from these
-        instead of from every paper's full metadata row (abstracts included) in Chroma."""
+    @property
+    def catalog_path(self) -> Path:
+        """The question-filter catalog (``rag.filter_catalog``) written with the index: every paper's
+        authors and categories, looked up by name instead of read from every paper's row in Chroma."""
+        return self.root / CATALOG_FILE
+
+    def invalidate(self) -> None:
+        """Forget the loaded index and drop the saved manifest, so the next sync rebuilds it (a file saved
+        with it, such as the catalog, was found torn)."""
         with self._lock:
-            if self._bm25 is None:
-                return []
-            try:
-                raw = json.loads((self.root / "catalog.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                log.warning("catalog of the lexical index at %s unreadable; it will be rebuilt", self.root)
-                # Drop the manifest too: otherwise the next sync would load this same index (the catalog file
-                # exists) instead of rebuilding it with a readable catalog.
-                self._manifest().unlink(missing_ok=True)
-                self._built_at = (-1, -1)
-                return []
-        return [{"paper_id": pid, "year": year, "authors": authors, "categories": cats}
-                for pid, year, authors, cats in raw]
+            self._manifest().unlink(missing_ok=True)
+            self._bm25, self._built_at = None, (-1, -1)
 
     def year_span(self) -> tuple[int | None, int | None]:
         """Earliest and latest year among the indexed papers (None, None when no paper has one)."""

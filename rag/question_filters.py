@@ -12,13 +12,11 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import unicodedata
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from functools import cached_property, lru_cache
 from typing import Any
 
 from rag.catalog import PaperQuery
+from rag.filter_catalog import CatalogUnreadable, FilterCatalog, fold
 from rag.lexical import LexicalIndex, analyze
 from rag.store import ChromaStore
 
@@ -51,115 +49,28 @@ _YEAR_PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
-def fold(text: str) -> str:
-    """Accent-free, case-folded text (same length rules as rag.ingest.name_key, without the spacing)."""
-    s = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in s if not unicodedata.combining(c)).casefold()
-
-
-@lru_cache(maxsize=1 << 16)
-def _name_tokens(name: str) -> tuple[str, ...]:
-    return tuple(_TOKEN.findall(fold(name)))
-
-
-@lru_cache(maxsize=1 << 12)  # a 100k-paper store repeats a few hundred categories 200k times
-def _cat_tokens(name: str) -> tuple[str, ...]:
-    out = []
-    for tok in _TOKEN.findall(fold(name)):
-        if tok == "and":
-            continue
-        stems = analyze(tok)
-        out.append(stems[0] if stems else tok)
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class FilterCatalog:
-    """What the store holds that a question can name. Built from the distinct names only; which papers each
-    author or category has is worked out on first use (a question naming several of them, the library's
-    counts), so a cold process over 100k papers does not pay for it before its first answer."""
-
-    authors: dict[tuple[str, ...], str] = field(default_factory=dict)  # name tokens → display name
-    surnames: dict[str, str] = field(default_factory=dict)  # folded surname → display surname
-    categories: dict[tuple[str, ...], str] = field(default_factory=dict)  # stemmed tokens → display
-    has_years: bool = False
-    by_first: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)  # first token → names, longest first
-    category_names: tuple[str, ...] = ()  # every category exactly as stored, sorted case-insensitively
-    n_authors: int = 0  # distinct author names as stored
-    rows: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = field(default=(), repr=False)
-
-    @cached_property
-    def author_papers(self) -> dict[str, frozenset[str]]:
-        """Display name → paper ids."""
-        return self._papers_of(1, _name_tokens, self.authors)
-
-    @cached_property
-    def category_papers(self) -> dict[str, frozenset[str]]:
-        """Display category → paper ids."""
-        return self._papers_of(2, _cat_tokens, self.categories)
-
-    def _papers_of(self, column: int, tokens: Callable[[str], tuple[str, ...]],
-                   display: dict[tuple[str, ...], str]) -> dict[str, frozenset[str]]:
-        out: dict[str, set[str]] = {}
-        for row in self.rows:
-            for name in row[column]:
-                toks = tokens(name)
-                if toks:
-                    out.setdefault(display[toks], set()).add(row[0])
-        return {k: frozenset(v) for k, v in out.items()}
-
-    def papers_by(self, name: str) -> frozenset[str]:
-        """Paper ids of a full author name, or of every author with that surname."""
-        if name in self.author_papers:
-            return self.author_papers[name]
-        toks = _name_tokens(name)
-        return frozenset(p for full, ps in self.author_papers.items() if _name_tokens(full)[-1:] == toks for p in ps)
-
-    @staticmethod
-    def build(papers: Iterable[dict[str, Any]]) -> FilterCatalog:
-        papers = list(papers)
-        rows = tuple((str(md["paper_id"]), tuple(md.get("authors") or ()), tuple(md.get("categories") or ()))
-                     for md in papers)
-        has_years = any(md.get("year") for md in papers)
-        authors: dict[tuple[str, ...], str] = {}
-        surnames: dict[str, str] = {}
-        raw_authors = dict.fromkeys(a for _, names, _ in rows for a in names)  # first-seen order wins the display
-        for a in raw_authors:
-            toks = _name_tokens(a)
-            if not toks:
-                continue
-            authors.setdefault(toks, a)
-            if len(toks) > 1 and len(toks[-1]) > 1:
-                surnames.setdefault(toks[-1], a.split()[-1] if a.split() else toks[-1])
-        cats: dict[tuple[str, ...], str] = {}
-        raw_cats = dict.fromkeys(c for _, _, cs in rows for c in cs if c and c.strip())
-        for c in raw_cats:
-            toks = _cat_tokens(c)
-            if toks:
-                cats.setdefault(toks, c)
-        by_first: dict[str, list[tuple[str, ...]]] = {}
-        for name in authors:
-            if len(name) > 1:
-                by_first.setdefault(name[0], []).append(name)
-        return FilterCatalog(authors, surnames, cats, has_years,
-                             {k: tuple(sorted(v, key=len, reverse=True)) for k, v in by_first.items()},
-                             tuple(sorted(raw_cats, key=str.casefold)), len(raw_authors), rows)
-
-
 _CACHE: dict[str, tuple[tuple[int, int], FilterCatalog]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
 def catalog_for(lexical: LexicalIndex, store: ChromaStore) -> FilterCatalog:
-    """The store's catalog, built from the names saved with its lexical index (synced first), and rebuilt
-    only when that index is: never from every paper's full row in Chroma."""
+    """The store's catalog: the SQLite file saved with its lexical index (synced first), opened once per
+    index generation — never built from every paper's row in Chroma, never loaded whole."""
     lexical.sync(store)
     key, state = str(lexical.root), lexical.state
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit and hit[0] == state:
             return hit[1]
-    cat = FilterCatalog.build(lexical.catalog_rows())
+    try:
+        cat = FilterCatalog.open(lexical.catalog_path)
+    except CatalogUnreadable as e:
+        # Torn or missing: rebuild the index (the catalog is written with it) rather than trust either.
+        log.warning("%s; rebuilding the lexical index at %s", e, lexical.root)
+        lexical.invalidate()
+        lexical.sync(store)
+        state = lexical.state
+        cat = FilterCatalog.open(lexical.catalog_path)
     with _CACHE_LOCK:
         _CACHE[key] = (state, cat)
     return cat
@@ -188,16 +99,16 @@ def _find_authors(question: str, toks: list[tuple[str, int, int]], cat: FilterCa
     i = 0
     while i < len(toks):
         best = None
-        for name in cat.by_first.get(words[i], ()):
+        for name, display in cat.names_from(words[i]):
             if tuple(words[i:i + len(name)]) == name:
-                best = name
+                best = name, display
                 break
         if best:
-            found.append((cat.authors[best], toks[i][1], toks[i + len(best) - 1][2]))
-            i += len(best)
+            found.append((best[1], toks[i][1], toks[i + len(best[0]) - 1][2]))
+            i += len(best[0])
             continue
         word, start, end = toks[i]
-        surname = cat.surnames.get(word)
+        surname = cat.surname(word)
         cued = bool(_AUTHOR_AFTER.match(question[end:]) or _AUTHOR_BEFORE.search(question[:start])
                     or (found and _AUTHOR_LIST.match(question[found[-1][2]:start])))
         if surname and cued and question[start:start + 1].isupper() and not any(s <= start < e for s, e in taken):
@@ -296,7 +207,8 @@ def parse_question(question: str, cat: FilterCatalog) -> ParsedQuestion:
     cats = _find_categories(question, toks, cat)
     if cats:
         names = list(dict.fromkeys(c for c, _, _ in cats))
-        sets = {n: cat.category_papers.get(n, frozenset()) for n in names}
+        # (a single name needs no paper sets: on a 100k store one category can hold 30k papers)
+        sets = {n: cat.papers_in(n) for n in names} if len(names) > 1 else {names[0]: frozenset()}
         # Nested categories ("Computer Vision" within "Applications"): the most specific one satisfies both.
         inner = [n for n in names if all(sets[n] <= sets[m] for m in names)]
         if inner:

@@ -141,7 +141,7 @@ def test_catalog_is_cached_per_store_generation(make_runtime, tmp_path: Path) ->
     first = Path(__file__).parent / "fixtures" / "loaders" / "listing.txt"
     rt.ingestor(progress=False).ingest([first])
     a = catalog_for(rt.lexical, rt.store)
-    assert catalog_for(rt.lexical, rt.store) is a and a.authors
+    assert catalog_for(rt.lexical, rt.store) is a and a.author_papers
     assert a.n_authors == len({x for p in rt.store.papers() for x in p.get("authors") or []})
     assert a.category_names == tuple(sorted({c for p in rt.store.papers() for c in p.get("categories") or []},
                                             key=str.casefold))
@@ -156,14 +156,30 @@ def test_catalog_is_cached_per_store_generation(make_runtime, tmp_path: Path) ->
     rt.lexical._bm25 = None
     question_filters._CACHE.clear()
     c = catalog_for(rt.lexical, rt.store)
-    assert c is not b and c.authors == b.authors and c.category_papers == b.category_papers
+    assert c is not b and c.author_papers == b.author_papers and c.category_papers == b.category_papers
+    assert c.author_papers["Zora Quillfeather"] == {"id:x1"}
 
 
-def test_an_unreadable_catalog_file_is_rebuilt_not_trusted(make_runtime) -> None:
+@pytest.mark.parametrize("damage", ["torn", "missing"])
+def test_an_unreadable_catalog_file_is_rebuilt_not_trusted(make_runtime, damage: str) -> None:
     rt = make_runtime()
     rt.ingestor(progress=False).ingest([Path(__file__).parent / "fixtures" / "loaders" / "listing.txt"])
     rt.lexical.sync(rt.store)
-    (rt.lexical.root / "catalog.json").write_text("{torn")
-    assert rt.lexical.catalog_rows() == []
+    want = catalog_for(rt.lexical, rt.store).author_papers
     question_filters._CACHE.clear()
-    assert catalog_for(rt.lexical, rt.store).authors  # the sync rebuilt the index and its catalog
+    if damage == "torn":
+        rt.lexical.catalog_path.write_bytes(b"{torn" * 100)
+    else:
+        rt.lexical.catalog_path.unlink()
+    cat = catalog_for(rt.lexical, rt.store)  # the sync rebuilt the index and its catalog
+    assert cat.author_papers == want and want
+    assert rt.lexical.catalog_path.is_file()
+
+
+def test_the_catalog_is_looked_up_not_loaded(cat: FilterCatalog) -> None:
+    assert cat.names_from("zico") == ((("zico", "kolter"), "Zico Kolter"),)
+    assert cat.surname("doring") == "Döring" and cat.surname("nobody") is None
+    assert cat.papers_by("Kolter") == {"p1"} and cat.papers_by("Zico Kolter") == {"p1"}
+    assert cat.papers_in("Reinforcement Learning") == {"p2", "p3", "p4"}
+    assert cat.category_counts()["Reinforcement Learning"] == 3 and cat.category_counts()["Privacy"] == 1
+    assert cat.n_authors == 16 and not cat.has_years

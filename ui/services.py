@@ -164,7 +164,7 @@ def example_papers(runtime: Runtime, n: int = 64) -> list[dict[str, Any]]:
 
 def category_counts(runtime: Runtime) -> dict[str, int]:
     """Papers per category (categories differing only in case or plural are counted together)."""
-    return {name: len(ids) for name, ids in _catalog(runtime).category_papers.items()}
+    return _catalog(runtime).category_counts()
 
 
 _PLAIN_PHRASE = re.compile(r"^[A-Za-z][\w\s\-–&'()/,.+]{1,70}$")
