@@ -51,12 +51,28 @@ def _stemmer() -> Any:
     return Stemmer.Stemmer("english")
 
 
-@lru_cache(maxsize=1)
-def _stopwords() -> frozenset[str]:
-    _bm25s()
-    from bm25s.stopwords import STOPWORDS_EN
+# Lucene's English stop set, the one bm25s ships as ``bm25s.stopwords.STOPWORDS_EN`` (a test keeps them equal):
+# kept here so that analysing a question does not import bm25s (and scipy) in a process that only answers.
+_STOPWORDS = frozenset({"a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
+                        "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
+                        "they", "this", "to", "was", "will", "with"})
 
-    return frozenset(STOPWORDS_EN)
+
+def _stopwords() -> frozenset[str]:
+    return _STOPWORDS
+
+
+class _SavedScores:
+    """The parts of a saved bm25s index that scoring reads (vocabulary and the CSC score matrix), loaded
+    with numpy alone: a process that only answers never imports bm25s and scipy (~0.2 s of a cold start)."""
+
+    def __init__(self, folder: Path) -> None:
+        params = json.loads((folder / "params.index.json").read_text())
+        if params.get("method") != "lucene":
+            raise ValueError(f"unexpected BM25 variant {params.get('method')!r}")
+        self.vocab_dict: dict[str, int] = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
+        self.scores = {name: np.load(folder / f"{name}.csc.index.npy", allow_pickle=False)
+                       for name in ("data", "indices", "indptr")}
 
 
 def analyze(text: str) -> list[str]:
@@ -179,7 +195,6 @@ class LexicalIndex:
         return self.root / "manifest.json"
 
     def _load(self, state: tuple[int, int]) -> bool:
-        bm25s = _bm25s()
         try:
             manifest = json.loads(self._manifest().read_text())
         except (OSError, ValueError):
@@ -187,7 +202,7 @@ class LexicalIndex:
         if tuple(manifest.get("state", ())) != state or manifest.get("k1") != self.k1 or manifest.get("b") != self.b:
             return False
         try:
-            bm25 = bm25s.BM25.load(str(self.root / "bm25"), mmap=False)
+            bm25 = _SavedScores(self.root / "bm25")
         except Exception as e:  # a torn or foreign index is rebuilt, not trusted
             log.warning("lexical index at %s unreadable (%s); rebuilding", self.root, e)
             return False

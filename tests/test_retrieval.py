@@ -89,3 +89,33 @@ def test_lexical_index_follows_ingest(sample_rt, tmp_path) -> None:
     again = LexicalIndex.for_store(sample_rt.settings.home, sample_rt.store)
     assert again._load((sample_rt.store.generation, sample_rt.store.count_chunks()))
     assert len(again) == 41
+
+
+def test_a_saved_index_scores_alike_without_importing_bm25s(sample_rt) -> None:
+    """A process that only answers loads the saved index with numpy alone (no bm25s, no scipy) and scores
+    exactly as the process that built it."""
+    import json
+    import subprocess
+    import sys
+
+    lex = sample_rt.lexical
+    lex.sync(sample_rt.store)
+    queries = ["reward hacking in RLHF", "federated learning with heterogeneous clients", "quokka"]
+    want = [lex.scores(q).tolist() for q in queries]
+    assert any(max(w) > 0 for w in want)
+    code = ("import json, sys; from pathlib import Path; from rag.lexical import LexicalIndex; "
+            f"lex = LexicalIndex(Path({str(lex.root)!r})); assert lex._load({tuple(lex.state)!r}); "
+            f"print(json.dumps([[lex.scores(q).tolist() for q in {queries!r}], "
+            "sorted(m for m in ('bm25s', 'scipy') if m in sys.modules)]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got, imported = json.loads(out.stdout.strip().splitlines()[-1])
+    assert imported == [] and got == want
+
+
+def test_stop_words_are_bm25s_english_set() -> None:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    from rag.lexical import _stopwords
+
+    assert _stopwords() == frozenset(STOPWORDS_EN)
