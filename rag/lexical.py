@@ -20,7 +20,7 @@ import logging
 import re
 import shutil
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -111,10 +111,30 @@ _NO_YEAR = np.iinfo(np.int32).min
 CATALOG_FILE = "catalog.sqlite"
 
 
+class _Postings(Mapping[str, np.ndarray]):
+    """Key → positions, as saved (sorted keys, offsets, one positions array): looked up by key without
+    making one array per key up front (128k author keys at 100k papers took ~0.3 s of every cold start)."""
+
+    def __init__(self, keys: list[str], offsets: np.ndarray, pos: np.ndarray) -> None:
+        self._keys, self._off, self._pos = keys, offsets, pos
+        self._index: dict[str, int] = dict(zip(keys, range(len(keys))))
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        i = self._index[key]
+        return self._pos[self._off[i]:self._off[i + 1]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
 class _Fields:
     """Per-paper filter fields, in index order: year, and author/category keys as postings lists."""
 
-    def __init__(self, years: np.ndarray, authors: dict[str, np.ndarray], categories: dict[str, np.ndarray]) -> None:
+    def __init__(self, years: np.ndarray, authors: Mapping[str, np.ndarray],
+                 categories: Mapping[str, np.ndarray]) -> None:
         self.years, self.authors, self.categories = years, authors, categories
 
     @staticmethod
@@ -150,7 +170,7 @@ class _Fields:
                 for name in ("authors", "categories"):
                     keys = json.loads(z[f"{name}_keys"].tobytes())
                     off, pos = z[f"{name}_offsets"], z[f"{name}_pos"]
-                    tables.append({k: pos[off[i]:off[i + 1]] for i, k in enumerate(keys)})
+                    tables.append(_Postings(keys, off, pos))
                 return _Fields(z["years"], tables[0], tables[1])
         except (OSError, ValueError, KeyError):
             return None
