@@ -119,3 +119,18 @@ def test_stop_words_are_bm25s_english_set() -> None:
     from rag.lexical import _stopwords
 
     assert _stopwords() == frozenset(STOPWORDS_EN)
+
+
+def test_bm25s_reads_the_saved_index_and_scores_alike(sample_rt) -> None:
+    """The index is built with numpy but saved in bm25s's layout: bm25s loads it, and its own scorer
+    gives the same scores (an oracle independent of our scoring code)."""
+    import bm25s
+
+    lex = sample_rt.lexical
+    lex.sync(sample_rt.store)
+    bm = bm25s.BM25.load(str(lex.root / "bm25"))
+    assert bm.scores["indices"].max() < len(lex) and bm.vocab_dict
+    for q in ["energy loss reward hacking PPO", "federated learning heterogeneous clients", "weather forecast"]:
+        toks = [t for t in dict.fromkeys(analyze(q)) if t in bm.vocab_dict]
+        assert toks
+        np.testing.assert_allclose(lex.scores(q), bm.get_scores(toks), rtol=1e-5, atol=1e-6)
