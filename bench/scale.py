@@ -32,6 +32,7 @@ import re
 import resource
 import shutil
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -265,6 +266,16 @@ def ensure_corpus(n: int, workdir: Path) -> Path:
     return path
 
 
+def _max_rowid(home: Path) -> int:
+    if not _cache_db(home).is_file():
+        return 0
+    db = sqlite3.connect(_cache_db(home))
+    try:
+        return int(db.execute("SELECT MAX(rowid) FROM vec").fetchone()[0] or 0)
+    finally:
+        db.close()
+
+
 def ingest(n: int, corpus: Path, home: Path, reuse: bool) -> dict[str, Any]:
     marker = home / "ingest.json"
     if reuse and marker.exists():
@@ -284,7 +295,8 @@ def ingest(n: int, corpus: Path, home: Path, reuse: bool) -> dict[str, Any]:
     lines = [ln for ln in (home / "ingest.out").read_text().splitlines() if ln.strip().startswith("{")]
     report = json.loads(lines[-1]) if lines else {}
     done = (report.get("added") or 0) if resumed else n  # a resumed run is timed on the papers it added
-    result = {"papers": n, "seconds": round(wall, 1), "papers_per_s": round(done / wall, 2) if done else None,
+    result = {"papers": n, "seconds": round(wall, 1), "cache_rowid": _max_rowid(home),
+              "papers_per_s": round(done / wall, 2) if done else None,
               "peak_rss_mb": round(rss), "added": report.get("added"), "embedded_chunks": report.get("embedded_chunks"),
               "chunks_per_s": round((report.get("embedded_chunks") or 0) / wall, 2), "resumed": resumed,
               "rss_curve_mb": curve, "load_before": before, "load_after": load()}
@@ -338,6 +350,46 @@ def _time_file(home: Path) -> dict[str, Any] | None:
             seconds = int(wall.group(1) or 0) * 3600 + int(wall.group(2)) * 60 + float(wall.group(3))
             return {"seconds": round(seconds, 1), "peak_rss_mb": round(int(rss.group(1)) / 1024), "file": name}
     return None
+
+
+def _cache_db(home: Path) -> Path:
+    return home / "cache" / "embeddings.sqlite"
+
+
+def ingest_boundary(home: Path, marker: dict[str, Any]) -> int:
+    """The embedding cache's last row written by the ingest (rows are only ever appended, so later rowids are
+    vectors of questions and abstract sentences that measurements added). Recorded at ingest; for a home
+    ingested before that was kept, the rowid of the N-th row, N the store's chunk count (with sentence
+    vectors off, an ingest writes one row per chunk text, before any question)."""
+    if marker.get("cache_rowid") is not None:
+        return int(marker["cache_rowid"])
+    db = sqlite3.connect(_cache_db(home))
+    try:
+        chroma = sqlite3.connect(f"file:{home / 'chroma' / 'chroma.sqlite3'}?mode=ro", uri=True)
+        chunks = chroma.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        chroma.close()
+        row = db.execute("SELECT rowid FROM vec ORDER BY rowid LIMIT 1 OFFSET ?", (max(chunks - 1, 0),)).fetchone()
+        last = db.execute("SELECT MAX(rowid) FROM vec").fetchone()[0] or 0
+    finally:
+        db.close()
+    return int(row[0]) if row else int(last)
+
+
+def forget_questions(home: Path, boundary: int) -> int:
+    """Drop cache rows written after the ingest, so every measured answer embeds its papers' sentences
+    afresh even in a reused home whose earlier runs asked the same seeded questions. Returns rows dropped."""
+    if not _cache_db(home).is_file():
+        return 0
+    db = sqlite3.connect(_cache_db(home))
+    try:
+        with db:
+            n = db.execute("DELETE FROM vec WHERE rowid > ?", (boundary,)).rowcount
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        db.close()
+    if n:
+        log.info("dropped %d cached question/sentence vectors written after the ingest of %s", n, home)
+    return n
 
 
 def ratio(corpus: Path, sample: int, workdir: Path) -> dict[str, Any]:
@@ -456,6 +508,10 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     res["ingest"] = ingest(n, corpus, home, args.reuse)
     if args.ingest_only:
         return res
+    boundary = ingest_boundary(home, res["ingest"])
+    res["ingest"]["cache_rowid"] = boundary
+    (home / "ingest.json").write_text(json.dumps({k: v for k, v in res["ingest"].items() if k != "reused"}))
+    res["forgotten_vectors"] = forget_questions(home, boundary)
     if args.ratio_sample:
         res["ratio"] = ratio(corpus, min(args.ratio_sample, n), scratch)
     parts = {p: disk_bytes(home / p) for p in ("chroma", "lexical", "cache")}
@@ -472,15 +528,18 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     # An index left stale (or saved by an older version) is rebuilt here, not inside a timed cold start.
     finish(spawn_worker({"mode": "prepare", "home": str(home)}, scratch / "prepare.json"), time.perf_counter())
     res["index_prepare"] = read_worker(scratch / "prepare.json")
+    forget_questions(home, boundary)
     res["cold_start"] = cold_starts(home, sets["cold"], scratch)
     lex = spawn_worker({"mode": "lexical", "home": str(home)}, scratch / "lexical.json")
     finish(lex, time.perf_counter())
     res["lexical"] = read_worker(scratch / "lexical.json")
     wout = scratch / "serve.json"
+    forget_questions(home, boundary)  # the cold runs' questions: no answer below finds their sentences cached
     finish(spawn_worker({"mode": "serve", "home": str(home), **{k: sets[k] for k in ("warmup", "retrieval", "answer")},
                          "profile": sets["profile"]}, wout), time.perf_counter())
     res["serve"] = read_worker(wout)
     if args.server:
+        forget_questions(home, boundary)
         res["server"] = server_run(n, home, sets, scratch, args.clients)
     res["load_end"] = load()
     return res

@@ -55,3 +55,9 @@ def test_scale_harness_tiny(tmp_path: Path) -> None:
     corpus, home = work / "corpus-60.jsonl", work / "home-60"
     again = scale.ingest(60, corpus, home, reuse=True)
     assert again["reused"] is True and again["seconds"] == run["ingest"]["seconds"]
+    # A reused home forgets the question and sentence vectors its earlier measurements cached, and only those.
+    boundary = scale.ingest_boundary(home, again)
+    assert boundary == run["ingest"]["cache_rowid"] > 0
+    assert scale._max_rowid(home) > boundary  # the run's questions and abstract sentences were cached
+    assert scale.forget_questions(home, boundary) > 0 and scale._max_rowid(home) == boundary
+    assert scale.ingest_boundary(home, {}) == boundary  # derived from the chunk count when not recorded
