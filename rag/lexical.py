@@ -20,6 +20,7 @@ import logging
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -219,6 +220,7 @@ class LexicalIndex:
         self._bm25: Any = None
         self._fields: _Fields = _Fields.empty()
         self._built_at: tuple[int, int] = (-1, -1)
+        self._checked_at = -1e9  # time.monotonic() of the last state check
         self._lock = threading.Lock()
 
     @staticmethod
@@ -229,10 +231,18 @@ class LexicalIndex:
     def __len__(self) -> int:
         return len(self.paper_ids)
 
-    def sync(self, store: ChromaStore) -> None:
-        """Make the index match the store: load the saved one if current, else rebuild and save."""
+    def sync(self, store: ChromaStore, recheck_after_s: float = 0.0) -> None:
+        """Make the index match the store: load the saved one if current, else rebuild and save.
+
+        ``recheck_after_s``: trust a check made that recently in this process instead of asking the store
+        again (an answer checks once for its question's filters, then retrieves: at 100k papers Chroma's
+        ``count()`` takes 20 ms)."""
         with self._lock:
-            state = (store.generation, store.count_chunks())  # both cheap; any ingest changes one
+            if (recheck_after_s > 0 and self._bm25 is not None
+                    and time.monotonic() - self._checked_at < recheck_after_s):
+                return
+            state = (store.generation, store.count_chunks())  # any ingest changes one
+            self._checked_at = time.monotonic()
             if self._bm25 is not None and self._built_at == state:
                 return
             if self._load(state):

@@ -136,7 +136,7 @@ class Retriever:
         filters = filters or PaperQuery()
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        self.lexical.sync(self.store)
+        self.lexical.sync(self.store, recheck_after_s=1.0)  # an answer's filter parsing checked just before
         allowed = self.allowed(filters)
         timings["filter_ms"] = (time.perf_counter() - t0) * 1000
         n = max(self.cfg.candidates, k)

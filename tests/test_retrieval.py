@@ -134,3 +134,18 @@ def test_bm25s_reads_the_saved_index_and_scores_alike(sample_rt) -> None:
         toks = [t for t in dict.fromkeys(analyze(q)) if t in bm.vocab_dict]
         assert toks
         np.testing.assert_allclose(lex.scores(q), bm.get_scores(toks), rtol=1e-5, atol=1e-6)
+
+
+def test_a_recent_state_check_is_reused_only_when_asked(sample_rt, monkeypatch) -> None:
+    lex, store = sample_rt.lexical, sample_rt.store
+    lex.sync(store)
+    calls: list[int] = []
+    real = type(store).count_chunks
+    monkeypatch.setattr(type(store), "count_chunks", lambda self: calls.append(1) or real(self))
+    lex.sync(store, recheck_after_s=60)  # checked a moment ago: trusted
+    assert calls == []
+    lex.sync(store)  # the default asks the store every time
+    assert calls == [1]
+    lex.invalidate()
+    lex.sync(store, recheck_after_s=60)  # nothing loaded: always checks (and reloads)
+    assert calls == [1, 1] and len(lex) == 40
