@@ -213,18 +213,19 @@ class FilterCatalog:
         """Papers per category (spellings that stem alike counted together), largest first."""
         return dict(self._counts)
 
-    @cached_property
-    def category_papers(self) -> dict[str, frozenset[str]]:
-        """Display category → paper ids."""
+    def _grouped(self, sql: str) -> dict[str, frozenset[str]]:
+        """(display name, paper id) rows → display name → paper ids."""
         out: dict[str, set[str]] = {}
-        for d, p in self._rows("SELECT display, pid FROM paper_category"):
+        for d, p in self._rows(sql):
             out.setdefault(d, set()).add(p)
         return {k: frozenset(v) for k, v in out.items()}
 
     @cached_property
+    def category_papers(self) -> dict[str, frozenset[str]]:
+        """Display category → paper ids."""
+        return self._grouped("SELECT display, pid FROM paper_category")
+
+    @cached_property
     def author_papers(self) -> dict[str, frozenset[str]]:
         """Display author name → paper ids."""
-        out: dict[str, set[str]] = {}
-        for d, p in self._rows("SELECT a.display, pa.pid FROM paper_author pa JOIN author a ON a.toks = pa.toks"):
-            out.setdefault(d, set()).add(p)
-        return {k: frozenset(v) for k, v in out.items()}
+        return self._grouped("SELECT a.display, pa.pid FROM paper_author pa JOIN author a ON a.toks = pa.toks")
