@@ -156,6 +156,10 @@ class FilterCatalog:
         self.category_names: tuple[str, ...] = tuple(meta["category_names"])  # as stored, sorted case-insensitively
         self.categories: dict[tuple[str, ...], str] = {tuple(k.split(" ")): d for k, d in cats}  # stems → display
         self._counts: dict[str, int] = dict(meta["category_counts"])
+        # Per-catalog memos (a method-level lru_cache would keep every superseded catalog, and its open file,
+        # alive for as long as the process runs).
+        self.names_from = lru_cache(maxsize=4096)(self.names_from)  # type: ignore[method-assign]
+        self.surname = lru_cache(maxsize=4096)(self.surname)  # type: ignore[method-assign]
 
     @staticmethod
     def build(papers: Iterable[dict[str, Any]]) -> FilterCatalog:
@@ -180,14 +184,12 @@ class FilterCatalog:
             return self._con.execute(sql, args).fetchall()
 
     # ---- what parse_question asks, one word at a time
-    @lru_cache(maxsize=4096)  # noqa: B019 (the catalog lives as long as its index generation)
     def names_from(self, word: str) -> tuple[tuple[tuple[str, ...], str], ...]:
         """Multi-word author names starting with ``word`` (folded), longest first, with their display form."""
         return tuple((tuple(t.split(" ")), d) for t, d in
                      self._rows("SELECT toks, display FROM author WHERE first = ? AND n > 1 ORDER BY n DESC, rowid",
                                 (word,)))
 
-    @lru_cache(maxsize=4096)  # noqa: B019
     def surname(self, word: str) -> str | None:
         """Display surname of some multi-word author whose last name folds to ``word``."""
         rows = self._rows("SELECT display FROM surname WHERE tok = ?", (word,))

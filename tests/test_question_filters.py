@@ -183,3 +183,16 @@ def test_the_catalog_is_looked_up_not_loaded(cat: FilterCatalog) -> None:
     assert cat.papers_in("Reinforcement Learning") == {"p2", "p3", "p4"}
     assert cat.category_counts()["Reinforcement Learning"] == 3 and cat.category_counts()["Privacy"] == 1
     assert cat.n_authors == 16 and not cat.has_years
+
+
+def test_a_superseded_catalog_is_freed() -> None:
+    """Its word lookups are memoised per catalog: nothing process-wide keeps an old one (and its file) alive."""
+    import gc
+    import weakref
+
+    old = FilterCatalog.build(ROWS)
+    assert old.names_from("zico") and old.surname("kolter") == "Kolter"
+    ref = weakref.ref(old)
+    del old
+    gc.collect()
+    assert ref() is None
