@@ -21,7 +21,7 @@ from typing import Any
 
 from rag.errors import PaperchatError
 
-_TOKEN = re.compile(r"[^\W_]+", re.U)
+TOKEN = re.compile(r"[^\W_]+", re.U)  # a word of a name (question_filters tokenises questions alike)
 _SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE author(toks TEXT PRIMARY KEY, first TEXT NOT NULL, n INTEGER NOT NULL, display TEXT NOT NULL);
@@ -50,7 +50,7 @@ def fold(text: str) -> str:
 
 @lru_cache(maxsize=1 << 16)
 def name_tokens(name: str) -> tuple[str, ...]:
-    return tuple(_TOKEN.findall(fold(name)))
+    return tuple(TOKEN.findall(fold(name)))
 
 
 @lru_cache(maxsize=1 << 12)  # a 100k-paper store repeats a few hundred categories 200k times
@@ -58,7 +58,7 @@ def category_tokens(name: str) -> tuple[str, ...]:
     from rag.lexical import analyze  # (rag.lexical writes this catalog: imported late, not at module load)
 
     out = []
-    for tok in _TOKEN.findall(fold(name)):
+    for tok in TOKEN.findall(fold(name)):
         if tok == "and":
             continue
         stems = analyze(tok)

@@ -16,13 +16,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag.catalog import PaperQuery
-from rag.filter_catalog import CatalogUnreadable, FilterCatalog, fold
+from rag.filter_catalog import TOKEN, CatalogUnreadable, FilterCatalog, fold
 from rag.lexical import LexicalIndex, analyze
 from rag.store import ChromaStore
 
 log = logging.getLogger(__name__)
 
-_TOKEN = re.compile(r"[^\W_]+", re.U)
 _CUE_AFTER = frozenset(analyze("paper papers work works research article articles study studies publication "
                                "publications category categories area field track section"))
 _FILLER = frozenset(analyze("application applications related"))
@@ -89,7 +88,7 @@ class ParsedQuestion:
 def _tokens(text: str) -> list[tuple[str, int, int]]:
     """(folded token, start, end) of each word; offsets index the original text (NFKD keeps them aligned
     only per character, so fold each match separately)."""
-    return [(fold(m.group(0)), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    return [(fold(m.group(0)), m.start(), m.end()) for m in TOKEN.finditer(text)]
 
 
 def _find_authors(question: str, toks: list[tuple[str, int, int]], cat: FilterCatalog,
