@@ -116,9 +116,9 @@ def test_a_saved_index_scores_alike_without_importing_bm25s(sample_rt) -> None:
 def test_stop_words_are_bm25s_english_set() -> None:
     from bm25s.stopwords import STOPWORDS_EN
 
-    from rag.lexical import _stopwords
+    from rag.lexical import STOPWORDS
 
-    assert _stopwords() == frozenset(STOPWORDS_EN)
+    assert frozenset(STOPWORDS_EN) == STOPWORDS
 
 
 def test_bm25s_reads_the_saved_index_and_scores_alike(sample_rt) -> None:
