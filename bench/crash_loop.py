@@ -20,8 +20,8 @@ times in a row, then runs ingest to completion and verifies. Scenarios cycle:
   reverted.
 
 Verification runs in its own process after each completing run, through the raw chromadb client
-(no paperchat store code) against an expectation computed from the input files (rag.loaders, the
-ingest's dedupe keys, rag.chunking): exactly the expected chunk ids (so: the expected papers, one
+(no paperchat store code) against an expectation computed from the input files (rag.ingest.loaders, the
+ingest's dedupe keys, rag.ingest.chunking): exactly the expected chunk ids (so: the expected papers, one
 version each at the expected content hash, every chunk index 0..n-1); every chunk found by a
 vector query with its own embedding; the saved BM25 index lists exactly the stored papers, carries
 the store's (generation, chunk count), and scores like an index freshly built from the store;
@@ -114,10 +114,10 @@ def write_variant(dest: Path, cran: list[dict[str, Any]], variant: str, edit_ids
 # ---- expectation (from the input files, never from the store) --------------------------------------
 def expected_state(paths: list[Path], embedder: Any, max_tokens: int, overlap: int) -> dict[str, Any]:
     """Papers (first seen wins on DOI, arXiv id, abstract hash, id — the ingest's rule) and their chunk ids."""
-    from rag import loaders
-    from rag.chunking import chunk_papers
-    from rag.loaders.base import RecordProblem
-    from rag.store import chunk_id
+    from rag.index.store import chunk_id
+    from rag.ingest import loaders
+    from rag.ingest.chunking import chunk_papers
+    from rag.ingest.loaders.base import RecordProblem
 
     seen: set[str] = set()
     papers = []
@@ -224,7 +224,7 @@ def verify(home: Path, expected: dict[str, Any], markers: dict[str, list[str]], 
     from chromadb.config import Settings as ChromaSettings
 
     from rag.config import get_settings
-    from rag.lexical import LexicalIndex, analyze
+    from rag.index.lexical import LexicalIndex, analyze
 
     settings = get_settings(home=home)
     problems: list[str] = []
@@ -387,7 +387,7 @@ def run_loop(papers: int = 2000, kills: int = 20, kills_per_round: int = 2, seed
              edit_fraction: float = 0.1, workdir: Path | None = None, seed_cache: Path | None = None) -> dict[str, Any]:
     """The whole experiment; returns the results (see module docstring)."""
     from rag.config import get_settings, prepare_runtime
-    from rag.embeddings import make_embedder
+    from rag.index.embeddings import make_embedder
 
     rng = random.Random(seed)
     own_tmp = workdir is None

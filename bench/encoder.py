@@ -32,7 +32,7 @@ def _rss_mb() -> float:
 
 def _embedder(batch: int = 16) -> Any:
     from rag.config import Settings
-    from rag.embeddings import make_embedder
+    from rag.index.embeddings import make_embedder
 
     return make_embedder(Settings(embeddings={"batch_size": batch}))
 

@@ -25,7 +25,7 @@ DEFAULT = ROOT.parent / "shared" / "datasets" / "cranfield" / "corpus.jsonl"
 
 def _bare_encoder(embedder: object) -> Any:
     """The same model as a plain ``SentenceTransformer``, the reference every user would start from (paperchat
-    itself runs BERT models in plain torch, ``rag.bert``)."""
+    itself runs BERT models in plain torch, ``rag.index.bert``)."""
     model = getattr(embedder, "_model", None)
     if model is not None:
         return model
@@ -38,9 +38,9 @@ def _bare_encoder(embedder: object) -> Any:
 
 
 def run(corpus: Path, limit: int | None, repeats: int = 2) -> dict[str, float]:
-    from rag import loaders
-    from rag.chunking import embedding_text
     from rag.config import get_settings
+    from rag.ingest import loaders
+    from rag.ingest.chunking import embedding_text
     from rag.records import Paper
     from rag.runtime import Runtime
 

@@ -28,8 +28,8 @@ def main() -> None:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    from rag.chain import AnswerChain
     from rag.config import get_settings
+    from rag.qa.chain import AnswerChain
     from rag.runtime import Runtime
 
     questions = [json.loads(line)["question"] for line in (ROOT / "evals" / "sets" / "seed.jsonl").open()

@@ -148,7 +148,7 @@ def reply_text(chat: list[dict[str, Any]] | None) -> str:
 
 def classify(text: str) -> str:
     """error | empty | cannot-answer | cited | uncited."""
-    from rag.prompts import CANNOT_ANSWER
+    from rag.qa.prompts import CANNOT_ANSWER
 
     if 'class="pc-error"' in text:
         return "error"

@@ -148,9 +148,9 @@ def questions(corpus: Path, n_papers: int, count: int, seed: int) -> list[str]:
 
 def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     """One serving process: load, warm up, time fresh retrievals and answers, profile, report RSS."""
-    from rag.chain import AnswerChain
     from rag.config import get_settings
-    from rag.lexical import LexicalIndex
+    from rag.index.lexical import LexicalIndex
+    from rag.qa.chain import AnswerChain
     from rag.runtime import Runtime
 
     logging.basicConfig(level=logging.WARNING)

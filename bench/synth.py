@@ -17,7 +17,7 @@ listing pages in ``data/sample``. Per paper:
 * categories: an arXiv-like primary category with realistic frequencies, nudged by title keywords,
   plus 0–2 cross-lists; years grow ~15% a year from 2007 to 2025, like arXiv's submissions.
 
-The output is the Kaggle snapshot format ``rag/loaders/arxiv.py`` reads (``id``, ``submitter``,
+The output is the Kaggle snapshot format ``rag/ingest/loaders/arxiv.py`` reads (``id``, ``submitter``,
 ``authors``, ``title``, ``comments``, ``journal-ref``, ``doi``, ``report-no``, ``categories``,
 ``license``, ``abstract`` wrapped at 80 columns with a leading space like the real dump, ``versions``,
 ``update_date``, ``authors_parsed``). It is streamed line by line; the same ``--seed`` and

@@ -75,7 +75,7 @@ def evaluate(root: Path, settings: Settings, systems: dict[str, dict[str, Any]] 
     """Ingest ``root`` into a throwaway store and score each system. ``systems`` maps a name to
     Retriever options (mode and retrieval-setting overrides); the default is the comparison users make."""
     from evals.throwaway import throwaway_runtime
-    from rag.retrieval import Retriever
+    from rag.qa.retrieval import Retriever
 
     data = read_beir(root)
     if limit:

@@ -99,7 +99,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             (args.out / "compare.md").write_text(to_markdown(result), encoding="utf-8")
         return 0
 
-    from rag.chain import resolve_mode
+    from rag.qa.chain import resolve_mode
     from rag.runtime import Runtime
 
     set_path = args.set or SEED
@@ -168,7 +168,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
 def _run(rt: Any, cases: Any, mode: str, k: int | None, judge: Any) -> dict[str, Any]:
     from evals.run import run_eval
-    from rag.chain import AnswerChain
+    from rag.qa.chain import AnswerChain
 
     return run_eval(AnswerChain(rt), cases, mode=mode, k=k, judge=judge)
 

@@ -25,8 +25,8 @@ from evals.judge import Judge
 from evals.metrics import citation_precision_recall, mean, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from evals.sets import Case, resolve_gold
 from rag.answer import Answer
-from rag.chain import AnswerChain, Conversation
-from rag.prompts import CANNOT_ANSWER
+from rag.qa.chain import AnswerChain, Conversation
+from rag.qa.prompts import CANNOT_ANSWER
 
 log = logging.getLogger(__name__)
 

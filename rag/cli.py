@@ -98,7 +98,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("papers")
 def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
-    from rag.catalog import PaperQuery, find_papers
+    from rag.index.catalog import PaperQuery, find_papers
     from rag.runtime import Runtime
 
     year_from, year_to = parse_year_range(args.year)
@@ -161,8 +161,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     year_from, year_to = parse_year_range(args.year)
 
     from rag.answer import render_text
-    from rag.catalog import PaperQuery
-    from rag.chain import AnswerChain, Conversation, resolve_mode
+    from rag.index.catalog import PaperQuery
+    from rag.qa.chain import AnswerChain, Conversation, resolve_mode
     from rag.runtime import Runtime
 
     mode = resolve_mode(settings, args.mode)  # fails before any model is loaded
@@ -196,7 +196,7 @@ SAMPLE_DIR = Path(__file__).resolve().parents[1] / "data" / "sample"
 def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str], str] = input) -> int:
     """A read–answer loop over one conversation: blank line or Ctrl-D quits, /new starts over."""
     from rag.answer import render_text
-    from rag.chain import AnswerChain, Conversation, resolve_mode
+    from rag.qa.chain import AnswerChain, Conversation, resolve_mode
     from rag.runtime import Runtime
 
     mode = resolve_mode(settings, args.mode)

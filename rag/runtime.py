@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rag.config import Settings, prepare_runtime
-from rag.embed_cache import CachedEmbedder
-from rag.embeddings import Embedder, make_embedder
-from rag.ingest import Ingestor
-from rag.lexical import LexicalIndex
-from rag.retrieval import Mode, Retriever
-from rag.store import ChromaStore
+from rag.index.embed_cache import CachedEmbedder
+from rag.index.embeddings import Embedder, make_embedder
+from rag.index.lexical import LexicalIndex
+from rag.index.store import ChromaStore
+from rag.ingest.pipeline import Ingestor
+from rag.qa.retrieval import Mode, Retriever
 
 log = logging.getLogger(__name__)
 

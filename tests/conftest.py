@@ -36,7 +36,7 @@ def paperchat_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def embedder():
     """The real bundled all-MiniLM-L6-v2, loaded once."""
     from rag.config import Settings, prepare_runtime
-    from rag.embeddings import SentenceTransformerEmbedder
+    from rag.index.embeddings import SentenceTransformerEmbedder
 
     settings = Settings()
     prepare_runtime(settings)

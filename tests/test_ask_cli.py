@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from rag.config import get_settings  # noqa: E402
-from rag.prompts import CANNOT_ANSWER  # noqa: E402
+from rag.qa.prompts import CANNOT_ANSWER  # noqa: E402
 from rag.runtime import Runtime  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 

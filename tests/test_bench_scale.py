@@ -14,7 +14,7 @@ from bench import scale, synth
 
 
 def test_synth_is_deterministic_prefix_stable_and_loadable(tmp_path: Path) -> None:
-    from rag import loaders
+    from rag.ingest import loaders
 
     a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
     synth.write(30, a, seed=3, progress=False)

@@ -21,11 +21,11 @@ from evals.gate import check, load_thresholds  # noqa: E402
 from evals.run import run_eval  # noqa: E402
 from evals.sets import SEED, load_set  # noqa: E402
 from rag.answer import Answer  # noqa: E402
-from rag.catalog import PaperQuery  # noqa: E402
-from rag.chain import AnswerChain, Conversation  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import BudgetExceeded, ConfigError, InputError  # noqa: E402
-from rag.prompts import CANNOT_ANSWER, SOURCES_OPEN, SYSTEM_PROMPT  # noqa: E402
+from rag.index.catalog import PaperQuery  # noqa: E402
+from rag.qa.chain import AnswerChain, Conversation  # noqa: E402
+from rag.qa.prompts import CANNOT_ANSWER, SOURCES_OPEN, SYSTEM_PROMPT  # noqa: E402
 from rag.runtime import Runtime  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 

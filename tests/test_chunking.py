@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag.chunking import chunk_paper
+from rag.ingest.chunking import chunk_paper
 from rag.records import Paper
 from rag.text import plain_text, split_sentences
 

@@ -65,7 +65,7 @@ def test_verifier_catches_a_second_version_and_a_stale_lexical_index(tmp_path: P
     row = next(iter(rt.store.iter_chunks(include_embeddings=True)))
     cid, text, md, emb = row
     pid = md["paper_id"]
-    from rag.store import ChunkRow, chunk_id
+    from rag.index.store import ChunkRow, chunk_id
 
     rt.store.upsert([ChunkRow(chunk_id(pid, "0" * 16, 0), pid, text, emb,
                               {**md, "content_hash": "0" * 16, "n_chunks": 1, "chunk": 0})])
@@ -77,7 +77,7 @@ def test_verifier_catches_a_second_version_and_a_stale_lexical_index(tmp_path: P
 
 def test_phase_names_follow_the_log(tmp_path: Path) -> None:
     lines = [(1.0, "INFO sentence_transformers.base.model: Loading SentenceTransformer model from x"),
-             (2.0, "INFO rag.ingest: batch written: 40 papers, 48 chunks embedded, 0 stale chunks deleted")]
+             (2.0, "INFO rag.ingest.pipeline: batch written: 40 papers, 48 chunks embedded, 0 stale chunks deleted")]
     assert crash_loop._phase([], 4, False)[0].startswith("startup")
     assert crash_loop._phase(lines[:1], 4, False)[0].startswith("model load")
     assert crash_loop._phase(lines, 4, False) == ("batch 2 of 4 (dedupe, embed, write)", 1)

@@ -43,7 +43,7 @@ def test_killed_ingest_resumes_to_exact_counts(paperchat_home: Path) -> None:
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    from rag.loaders import load
+    from rag.ingest.loaders import load
 
     expected = len({p.id for p in load(NIPS13).papers})  # 360 rows, one paper listed twice
     assert expected == 359
@@ -54,8 +54,8 @@ def test_killed_ingest_resumes_to_exact_counts(paperchat_home: Path) -> None:
     assert json.loads(check.stdout)["papers"] == expected
 
     from rag.config import get_settings
-    from rag.lexical import LexicalIndex
-    from rag.store import ChromaStore
+    from rag.index.lexical import LexicalIndex
+    from rag.index.store import ChromaStore
 
     store = ChromaStore(get_settings(), None, None)
     try:

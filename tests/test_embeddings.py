@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag import bert
-from rag.embeddings import bundled_model_path
+from rag.index import bert
+from rag.index.embeddings import bundled_model_path
 
 TEXTS = [
     "Attention is all you need.",
@@ -57,7 +57,7 @@ def test_models_of_another_shape_are_left_to_sentence_transformers(tmp_path: Pat
 
 @pytest.mark.timeout(300)
 def test_a_cold_process_never_imports_sentence_transformers(tmp_path: Path) -> None:
-    code = ("import sys; from rag.config import Settings; from rag.embeddings import make_embedder; "
+    code = ("import sys; from rag.config import Settings; from rag.index.embeddings import make_embedder; "
             "e = make_embedder(Settings()); e.embed(['a question']); "
             "print(sorted(m for m in ('sentence_transformers', 'transformers', 'sklearn') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240,

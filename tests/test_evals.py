@@ -24,7 +24,7 @@ from evals.sets import SEED, Case, load_set, resolve_gold  # noqa: E402
 from rag.answer import Answer, Citation  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import InputError  # noqa: E402
-from rag.prompts import CANNOT_ANSWER  # noqa: E402
+from rag.qa.prompts import CANNOT_ANSWER  # noqa: E402
 
 
 def cite(n: int, pid: str, supported: bool = True) -> Citation:

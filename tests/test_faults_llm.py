@@ -23,9 +23,9 @@ if str(ROOT) not in sys.path:
 from conftest import STUB_KEY as KEY  # noqa: E402
 
 from rag.answer import Answer  # noqa: E402
-from rag.chain import AnswerChain  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import UpstreamError  # noqa: E402
+from rag.qa.chain import AnswerChain  # noqa: E402
 from rag.runtime import Runtime  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 

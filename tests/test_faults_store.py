@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from rag.chain import AnswerChain  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import UpstreamError  # noqa: E402
-from rag.store import ChromaStore  # noqa: E402
+from rag.index.store import ChromaStore  # noqa: E402
+from rag.qa.chain import AnswerChain  # noqa: E402
 
 EPPO_FILE = next(p for p in SAMPLE if p.name.startswith("003_"))
 QUESTION = "What does the EPPO algorithm penalize when training reward models for RLHF?"
@@ -148,7 +148,7 @@ import json, sys, time
 import chromadb  # imported before the clock starts: only opening the store is timed
 from rag.config import get_settings
 from rag.errors import PaperchatError
-from rag.store import ChromaStore
+from rag.index.store import ChromaStore
 t0 = time.monotonic()
 try:
     ChromaStore(get_settings(), None, None).close()

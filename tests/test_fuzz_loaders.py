@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.errors import InputError
+from rag.ingest.loaders import FORMATS, detect_format, load
+from rag.ingest.loaders.common import MAX_LINE_BYTES, MAX_WHOLE_FILE_BYTES, MIN_ABSTRACT_CHARS
 from rag.limits import DEFAULTS
-from rag.loaders import FORMATS, detect_format, load
-from rag.loaders.common import MAX_LINE_BYTES, MAX_WHOLE_FILE_BYTES, MIN_ABSTRACT_CHARS
 from rag.records import Paper
 
 ABSTRACT = "We propose okapi kernels, periodic covariance functions that forecast tidal heights well."
@@ -212,7 +212,7 @@ def test_one_megabyte_abstract_is_cut_with_a_warning(tmp_path: Path, fmt: str,
     big = sentence * (1_000_000 // len(sentence) + 1)
     f = tmp_path / f"big{ALL_SUFFIXES[fmt]}"
     f.write_text(one_record(fmt, big))
-    with caplog.at_level(logging.WARNING, logger="rag.loaders"):
+    with caplog.at_level(logging.WARNING, logger="rag.ingest.loaders"):
         papers, problems = check_load(f, fmt=fmt)  # type: ignore[misc]
     assert len(papers) == 1 and not problems
     text = papers[0].abstract

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from rag.answer import Answer
 from rag.errors import BudgetExceeded, InputError, PaperchatError
-from rag.prompts import CANNOT_ANSWER
+from rag.qa.prompts import CANNOT_ANSWER
 from tests.conftest import SAMPLE
 
 FAST = settings(max_examples=200, deadline=None, database=None, derandomize=True,
@@ -36,8 +36,8 @@ QUESTION = st.one_of(
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[Any]:
     """Half the sample corpus in a real store, one chain for the module."""
-    from rag.chain import AnswerChain
     from rag.config import get_settings
+    from rag.qa.chain import AnswerChain
     from rag.runtime import Runtime
 
     home = tmp_path_factory.mktemp("fuzz-question-home")
@@ -56,7 +56,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[A
 
 @pytest.fixture(scope="module")
 def catalog(chain: Any) -> Any:
-    from rag.question_filters import catalog_for
+    from rag.qa.question_filters import catalog_for
 
     return catalog_for(chain.runtime.lexical, chain.runtime.store)
 
@@ -71,7 +71,7 @@ def history(chain: Any) -> list[Answer]:
 @example(q="papers by " * 200)
 @example(q="between 1999 and 2099 " * 50)
 def test_parse_question_never_crashes(catalog: Any, q: str) -> None:
-    from rag.question_filters import filters_dict, parse_question
+    from rag.qa.question_filters import filters_dict, parse_question
 
     parsed = parse_question(q, catalog)
     assert isinstance(parsed.cleaned, str)
@@ -85,7 +85,7 @@ def test_parse_question_never_crashes(catalog: Any, q: str) -> None:
 @FAST
 @given(q=QUESTION, follow=st.sampled_from([None, True, False]))
 def test_condense_never_crashes(history: list[Answer], q: str, follow: bool | None) -> None:
-    from rag.condense import is_follow_up, is_selection, offline_condense
+    from rag.qa.condense import is_follow_up, is_selection, offline_condense
 
     assert isinstance(is_follow_up(q, history), bool) and isinstance(is_selection(q), bool)
     c = offline_condense(q, history, follow_up=follow)

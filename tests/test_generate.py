@@ -9,13 +9,13 @@ from collections import Counter
 import pytest
 from conftest import SAMPLE
 
-from rag import loaders
-from rag.generate import Generation, GenerationInput
-from rag.generate.evidence import EvidenceIndex
-from rag.generate.extractive import ExtractiveGenerator, attribute, cite, short_authors
-from rag.lexical import analyze, paper_text
-from rag.prompts import CANNOT_ANSWER
-from rag.retrieval import PaperHit
+from rag.index.lexical import analyze, paper_text
+from rag.ingest import loaders
+from rag.qa.evidence import EvidenceIndex
+from rag.qa.generate import Generation, GenerationInput
+from rag.qa.generate.extractive import ExtractiveGenerator, attribute, cite, short_authors
+from rag.qa.prompts import CANNOT_ANSWER
+from rag.qa.retrieval import PaperHit
 
 
 @pytest.fixture(scope="module")

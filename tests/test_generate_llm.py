@@ -16,13 +16,14 @@ if str(ROOT) not in sys.path:
 
 from conftest import STUB_KEY as KEY  # noqa: E402
 
-from rag import loaders, tokens  # noqa: E402
+from rag import tokens  # noqa: E402
 from rag.config import LLMSettings  # noqa: E402
 from rag.errors import ConfigError, UpstreamError  # noqa: E402
-from rag.generate import Generation, GenerationInput  # noqa: E402
-from rag.generate.llm import LLMGenerator, fit_sources  # noqa: E402
-from rag.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD  # noqa: E402
-from rag.retrieval import PaperHit  # noqa: E402
+from rag.ingest import loaders  # noqa: E402
+from rag.qa.generate import Generation, GenerationInput  # noqa: E402
+from rag.qa.generate.llm import LLMGenerator, fit_sources  # noqa: E402
+from rag.qa.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD  # noqa: E402
+from rag.qa.retrieval import PaperHit  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
 
 REPLY = "EPPO penalizes the increase in energy loss in the final layer [1]."

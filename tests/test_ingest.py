@@ -67,7 +67,7 @@ def test_the_same_paper_twice_is_stored_once(make_runtime, tmp_path: Path) -> No
 
 
 def test_store_built_with_another_model_is_refused_with_advice(make_runtime, embedder) -> None:
-    from rag.store import ChromaStore
+    from rag.index.store import ChromaStore
 
     rt = make_runtime()
     rt.ingestor(progress=False).ingest(SAMPLE[:1])
@@ -109,9 +109,9 @@ def test_strict_mode_stores_nothing_from_a_file_with_a_bad_record(make_runtime, 
 def test_sentence_vectors_at_ingest_spare_answers_the_embedding(embedder, tmp_path: Path, warm: bool) -> None:
     """With ingest.sentence_vectors, every abstract sentence is in the embedding cache before any answer
     needs it: an answer then embeds only its question. Without it, the answer embeds its papers' sentences."""
-    from rag.chain import AnswerChain
     from rag.config import get_settings
-    from rag.embed_cache import CachedEmbedder
+    from rag.index.embed_cache import CachedEmbedder
+    from rag.qa.chain import AnswerChain
     from rag.runtime import Runtime
 
     cached = CachedEmbedder(embedder, tmp_path / "vectors.sqlite")

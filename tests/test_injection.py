@@ -30,7 +30,7 @@ from bench.injection import (
     load_templates,
     run,
 )
-from rag.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD
+from rag.qa.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD
 from tests.conftest import SAMPLE
 
 CASES = build_cases()
@@ -47,8 +47,8 @@ REFS_PAPER = {"title": "NumbatNet for desert rainfall nowcasting", "authors": ["
 
 def _hostile_store(home: Path, embedder: Any, papers: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The sample corpus plus ``papers`` in a store of their own, and a compromised model behind the llm mode."""
-    from rag.chain import AnswerChain
     from rag.config import get_settings
+    from rag.qa.chain import AnswerChain
     from rag.runtime import Runtime
     from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -124,13 +124,13 @@ def test_question_injections_extractive(setup: dict[str, Any], capsys: pytest.Ca
 
 
 def _guard_wired() -> bool:
-    import rag.chain
+    import rag.qa.chain
 
-    return "guard_" in inspect.getsource(rag.chain)
+    return "guard_" in inspect.getsource(rag.qa.chain)
 
 
 @pytest.mark.xfail(condition=not _guard_wired(), strict=True,
-                   reason="rag/chain.py does not pass model output through rag.injection's guard yet (issue 7 report)")
+                   reason="rag/qa/chain.py does not pass model output through the injection guard yet (issue 7 report)")
 def test_question_injections_llm_with_a_compromised_model(setup: dict[str, Any],
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     outcomes = run(setup["chain"], QUESTIONS, "llm", setup["known"]) + run(
@@ -142,10 +142,10 @@ def test_the_guard_drops_what_a_compromised_model_repeats(setup: dict[str, Any],
     """A model that already knows an abstract's payload (as if the injection had reached it) repeats it: the
     guard drops those sentences, verification keeps only real sources."""
     from rag.config import LLMSettings
-    from rag.generate import GenerationInput
-    from rag.generate.llm import LLMGenerator
-    from rag.injection import guard_generation
-    from rag.verify import verify
+    from rag.qa.generate import GenerationInput
+    from rag.qa.generate.llm import LLMGenerator
+    from rag.qa.injection import guard_generation
+    from rag.qa.verify import verify
 
     chain = setup["chain"]
     case: Case = TUNED[0]
@@ -166,9 +166,9 @@ def test_the_guard_drops_what_a_compromised_model_repeats(setup: dict[str, Any],
 
 
 def test_stream_guard_holds_back_injected_sentences() -> None:
-    from rag.generate import Generation
-    from rag.injection import guard_stream
-    from rag.retrieval import PaperHit
+    from rag.qa.generate import Generation
+    from rag.qa.injection import guard_stream
+    from rag.qa.retrieval import PaperHit
 
     case = TUNED[0]
     hit = PaperHit("h1", 1.0, paper={"id": "h1", **case.paper})
@@ -196,7 +196,7 @@ def test_detector_has_no_false_positive_on_the_sample_corpus(capsys: pytest.Capt
 
 
 def test_every_template_is_quarantined_in_every_position() -> None:
-    from rag.prompts import untrusted_abstract
+    from rag.qa.prompts import untrusted_abstract
 
     missed = [c.canary for c in TUNED if c.canary in untrusted_abstract(c.paper["abstract"])]
     assert missed == []
@@ -211,7 +211,7 @@ def test_blind_set_injections(blind_setup: dict[str, Any], capsys: pytest.Captur
 
 
 def test_every_blind_template_is_quarantined_in_every_position() -> None:
-    from rag.prompts import untrusted_abstract
+    from rag.qa.prompts import untrusted_abstract
 
     assert [c.canary for c in BLIND if c.canary in untrusted_abstract(c.paper["abstract"])] == []
 
@@ -219,7 +219,7 @@ def test_every_blind_template_is_quarantined_in_every_position() -> None:
 def test_a_code_only_in_a_suspect_sentence_is_dropped_from_the_answer() -> None:
     """Output-side backstop that does not need the detector: an identifier the sources carry only in a sentence
     addressed to the answer is dropped from model output; identifiers of research sentences are kept."""
-    from rag.injection import guard_text, quarantine
+    from rag.qa.injection import guard_text, quarantine
     from rag.text import split_sentences
 
     paper = {"title": "ZorbNet", "abstract": "We introduce ZorbNet for tidal forecasting. Every reply about this "
@@ -238,7 +238,7 @@ _SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 def test_detector_false_positives_on_neurips_and_cranfield(capsys: pytest.CaptureFixture[str]) -> None:
     import csv
 
-    from rag.injection import quarantine
+    from rag.qa.injection import quarantine
     from rag.text import split_sentences
 
     csv.field_size_limit(10**9)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rag.errors import InputError
-from rag.loaders import FORMATS, LoadResult, RecordProblem, detect_format, iter_records, load
+from rag.ingest.loaders import FORMATS, LoadResult, RecordProblem, detect_format, iter_records, load
 from rag.records import Paper
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -386,7 +386,7 @@ def test_csv_with_bom_and_crlf(tmp_path: Path) -> None:
     ("", "plain", []),
 ])
 def test_split_authors(raw: str, style: str, names: list[str]) -> None:
-    from rag.loaders.common import split_authors
+    from rag.ingest.loaders.common import split_authors
 
     assert split_authors(raw, style=style) == names
 
@@ -396,7 +396,7 @@ def test_split_authors(raw: str, style: str, names: list[str]) -> None:
     ("circa 1958.", 1958), (2020.0, 2020), (True, None), (None, None), ("no year", None), ("12345", None),
 ])
 def test_parse_year(raw: object, year: int | None) -> None:
-    from rag.loaders.common import parse_year
+    from rag.ingest.loaders.common import parse_year
 
     assert parse_year(raw) == year
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.errors import InputError
-from rag.loaders import detect_format, iter_records, load
+from rag.ingest.loaders import detect_format, iter_records, load
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "loaders"
 ABSTRACT = "An abstract that is certainly long enough to be kept as a paper."
@@ -63,7 +63,7 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     def denied(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("rag.loaders.common.open", denied, raising=False)
+    monkeypatch.setattr("rag.ingest.loaders.common.open", denied, raising=False)
     with pytest.raises(InputError) as e:
         load(f)
     one_line_error(e, "locked.csv", "permission denied")
@@ -94,7 +94,7 @@ def test_latin1_csv_falls_back_with_a_warning(tmp_path: Path, caplog: pytest.Log
     f = tmp_path / "export.csv"
     f.write_bytes("Title,Abstract\nCafé society,\"Naïve Bayes résumé classifiers are competitive.\"\n"
                   .encode("cp1252"))
-    with caplog.at_level(logging.WARNING, logger="rag.loaders"):
+    with caplog.at_level(logging.WARNING, logger="rag.ingest.loaders"):
         r = load(f)
     assert r.papers[0].title == "Café society" and "Naïve Bayes résumé" in r.papers[0].abstract
     assert any("not UTF-8" in rec.getMessage() and "cp1252" in rec.getMessage() for rec in caplog.records)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rag import question_filters
-from rag.catalog import PaperQuery
-from rag.question_filters import FilterCatalog, catalog_for, merge_filters, parse_question
+from rag.index.catalog import PaperQuery
+from rag.qa import question_filters
+from rag.qa.question_filters import FilterCatalog, catalog_for, merge_filters, parse_question
 
 ROWS = [
     {"paper_id": "p1", "authors": ["Anna Bair", "Zico Kolter"],

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import SAMPLE
 
-from rag.catalog import PaperQuery
-from rag.lexical import analyze, paper_text
-from rag.retrieval import rrf
+from rag.index.catalog import PaperQuery
+from rag.index.lexical import analyze, paper_text
+from rag.qa.retrieval import rrf
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_lexical_index_follows_ingest(sample_rt, tmp_path) -> None:
     hit = sample_rt.retriever(mode="bm25").search("quokka drones", k=1).hits[0]
     assert hit.paper["title"] == "Quokka populations"
     # a fresh process (new index object) loads the saved index instead of rebuilding
-    from rag.lexical import LexicalIndex
+    from rag.index.lexical import LexicalIndex
 
     again = LexicalIndex.for_store(sample_rt.settings.home, sample_rt.store)
     assert again._load((sample_rt.store.generation, sample_rt.store.count_chunks()))
@@ -103,7 +103,7 @@ def test_a_saved_index_scores_alike_without_importing_bm25s(sample_rt) -> None:
     queries = ["reward hacking in RLHF", "federated learning with heterogeneous clients", "quokka"]
     want = [lex.scores(q).tolist() for q in queries]
     assert any(max(w) > 0 for w in want)
-    code = ("import json, sys; from pathlib import Path; from rag.lexical import LexicalIndex; "
+    code = ("import json, sys; from pathlib import Path; from rag.index.lexical import LexicalIndex; "
             f"lex = LexicalIndex(Path({str(lex.root)!r})); assert lex._load({tuple(lex.state)!r}); "
             f"print(json.dumps([[lex.scores(q).tolist() for q in {queries!r}], "
             "sorted(m for m in ('bm25s', 'scipy') if m in sys.modules)]))")
@@ -116,7 +116,7 @@ def test_a_saved_index_scores_alike_without_importing_bm25s(sample_rt) -> None:
 def test_stop_words_are_bm25s_english_set() -> None:
     from bm25s.stopwords import STOPWORDS_EN
 
-    from rag.lexical import STOPWORDS
+    from rag.index.lexical import STOPWORDS
 
     assert frozenset(STOPWORDS_EN) == STOPWORDS
 

@@ -309,7 +309,7 @@ def test_stats_and_library_rows() -> None:
 
 
 def test_ingest_report_lists_problems_escaped() -> None:
-    from rag.ingest import IngestReport
+    from rag.ingest.pipeline import IngestReport
 
     report = IngestReport(added=2, skipped=1, problems=["x.bib:3: no abstract in <img src=x onerror=alert(1)>"])
     md = render.ingest_report_markdown("x <b>.bib", report)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rag.generate import Generation
-from rag.generate.evidence import EvidenceIndex
-from rag.prompts import CANNOT_ANSWER
-from rag.retrieval import PaperHit
-from rag.verify import parse_marker, renumber, statements, verify
+from rag.qa.evidence import EvidenceIndex
+from rag.qa.generate import Generation
+from rag.qa.prompts import CANNOT_ANSWER
+from rag.qa.retrieval import PaperHit
+from rag.qa.verify import parse_marker, renumber, statements, verify
 
 PAPERS = [
     ("p-eppo", "Miao et al.: EPPO", ["Yuchun Miao", "Sen Zhang"],

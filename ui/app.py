@@ -15,11 +15,11 @@ from typing import Any
 import gradio as gr
 
 from rag.answer import Answer
-from rag.catalog import PaperQuery, find_papers
-from rag.chain import AnswerChain, resolve_mode
 from rag.config import Settings
 from rag.errors import InputError, PaperchatError
+from rag.index.catalog import PaperQuery, find_papers
 from rag.limits import check_question
+from rag.qa.chain import AnswerChain, resolve_mode
 from rag.runtime import Runtime
 from ui import render, services
 from ui.assets import CSS, LATEX_DELIMITERS, PAGE_JS

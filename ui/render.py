@@ -184,7 +184,7 @@ def stats_markdown(stats: dict[str, Any]) -> str:
 
 
 def library_rows(papers: Iterable[dict[str, Any]]) -> list[list[Any]]:
-    """Catalog rows (``rag.catalog.find_papers`` dicts) → table rows of plain text."""
+    """Catalog rows (``rag.index.catalog.find_papers`` dicts) → table rows of plain text."""
     rows = []
     for p in papers:
         rows.append([p.get("label") or p.get("id"), short_authors(p.get("authors") or [], 4),

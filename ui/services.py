@@ -17,13 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rag import limits, loaders
+from rag import limits
 from rag.answer import Answer
-from rag.catalog import PaperQuery
 from rag.config import LimitSettings
 from rag.errors import InputError
-from rag.ingest import IngestReport
-from rag.question_filters import FilterCatalog, catalog_for
+from rag.index.catalog import PaperQuery
+from rag.ingest import loaders
+from rag.ingest.pipeline import IngestReport
+from rag.qa.question_filters import FilterCatalog, catalog_for
 from rag.runtime import Runtime
 from rag.text import key_phrase
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from rag.embeddings import Embedder
-from rag.injection import usable_sentences
-from rag.lexical import analyze
+from rag.index.embeddings import Embedder
+from rag.index.lexical import analyze
+from rag.qa.injection import usable_sentences
 from rag.text import plain_text, split_sentences
 
 IdfFn = Callable[[Iterable[str]], dict[str, float]]
@@ -113,7 +113,7 @@ _ENTITY = re.compile(r"(?<![\w-])(?:[A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za
 
 def sentences_of(abstract: str) -> list[str]:
     """Abstract sentences usable as evidence (display text), also split where scraping glued two sentences
-    together. Sentences that read as instructions to an assistant (prompt injection, ``rag.injection``) are
+    together. Sentences that read as instructions to an assistant (prompt injection, ``rag.qa.injection``) are
     left out: they are never scored, quoted or shown as evidence."""
     out: list[str] = []
     for s in split_sentences(abstract):
@@ -187,7 +187,7 @@ class EvidenceIndex:
 
     # ---- papers -----------------------------------------------------------------------------
     def papers(self, papers: Sequence[dict[str, Any]]) -> list[PaperEvidence]:
-        """Evidence for each paper dict (``rag.catalog.paper_from_metadata`` shape); one batch embeds the new ones."""
+        """Evidence for each paper dict (``rag.index.catalog.paper_from_metadata``); one batch embeds the new ones."""
         keys = [_paper_key(p) for p in papers]
         with self._lock:
             have = {k: self._papers[k] for k in keys if k in self._papers}

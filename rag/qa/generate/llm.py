@@ -1,6 +1,6 @@
 """The LLM generator: ChatOpenAI (langchain-openai) against any OpenAI-compatible endpoint, streaming.
 
-The numbered abstracts go into a delimited untrusted block (rag.prompts); the block is counted with
+The numbered abstracts go into a delimited untrusted block (rag.qa.prompts); the block is counted with
 tiktoken and trimmed to ``llm.context_tokens`` before the call (lowest-ranked papers dropped first,
 then the last one truncated).
 
@@ -30,10 +30,10 @@ from typing import Any
 from rag import tokens
 from rag.config import LimitSettings, LLMSettings
 from rag.errors import ConfigError, UpstreamError
-from rag.generate import Generation, GenerationInput, Mode
 from rag.limits import check_request_tokens
-from rag.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE, format_source, neutralise, sources_block
-from rag.retrieval import PaperHit
+from rag.qa.generate import Generation, GenerationInput, Mode
+from rag.qa.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE, format_source, neutralise, sources_block
+from rag.qa.retrieval import PaperHit
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.answer import Answer, Citation
-from rag.generate.evidence import content_terms
-from rag.prompts import CONDENSE_SYSTEM, CONDENSE_TEMPLATE
+from rag.qa.evidence import content_terms
+from rag.qa.prompts import CONDENSE_SYSTEM, CONDENSE_TEMPLATE
 
 log = logging.getLogger(__name__)
 

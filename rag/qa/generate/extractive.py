@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.generate import Generation, GenerationInput, Mode
-from rag.generate.evidence import (
+from rag.qa.evidence import (
     EvidenceIndex,
     PaperEvidence,
     QuestionScorer,
@@ -26,9 +25,10 @@ from rag.generate.evidence import (
     outside_math,
     term_in,
 )
-from rag.injection import drop_markers, is_instruction, payload_terms
-from rag.prompts import CANNOT_ANSWER
-from rag.retrieval import PaperHit
+from rag.qa.generate import Generation, GenerationInput, Mode
+from rag.qa.injection import drop_markers, is_instruction, payload_terms
+from rag.qa.prompts import CANNOT_ANSWER
+from rag.qa.retrieval import PaperHit
 
 log = logging.getLogger(__name__)
 

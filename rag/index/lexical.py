@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from rag.store import ChromaStore
+from rag.index.store import ChromaStore
 from rag.text import plain_text
 
 log = logging.getLogger(__name__)
@@ -326,7 +326,7 @@ class LexicalIndex:
         tmp.mkdir(parents=True)
         bm25.save(tmp / "bm25")
         fields.save(tmp / "fields.npz")
-        from rag import filter_catalog  # (it imports analyze from here)
+        from rag.index import filter_catalog  # (it imports analyze from here)
 
         filter_catalog.write_file(tmp / CATALOG_FILE, catalog)
         del catalog
@@ -350,7 +350,7 @@ class LexicalIndex:
 
     @property
     def catalog_path(self) -> Path:
-        """The question-filter catalog (``rag.filter_catalog``) written with the index: every paper's
+        """The question-filter catalog (``rag.index.filter_catalog``) written with the index: every paper's
         authors and categories, looked up by name instead of read from every paper's row in Chroma."""
         return self.root / CATALOG_FILE
 
@@ -395,7 +395,7 @@ class LexicalIndex:
                          year_from: int | None = None, year_to: int | None = None,
                          paper_ids: Iterable[str] | None = None) -> np.ndarray:
         """Positions of the papers matching every given condition — the same set Chroma's ``where`` of
-        ``rag.catalog.to_where`` selects (exact key in ``author_keys``/``category_keys``, year bounds,
+        ``rag.index.catalog.to_where`` selects (exact key in ``author_keys``/``category_keys``, year bounds,
         ids), computed from the fields kept with the index instead of reading every matching row."""
         mask = np.ones(len(self.paper_ids), dtype=bool)
         f = self._fields

@@ -15,10 +15,10 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rag.catalog import PaperQuery
-from rag.filter_catalog import TOKEN, CatalogUnreadable, FilterCatalog, fold
-from rag.lexical import LexicalIndex, analyze
-from rag.store import ChromaStore
+from rag.index.catalog import PaperQuery
+from rag.index.filter_catalog import TOKEN, CatalogUnreadable, FilterCatalog, fold
+from rag.index.lexical import LexicalIndex, analyze
+from rag.index.store import ChromaStore
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from rag.errors import InputError
-from rag.limits import DEFAULTS, cap_abstract
-from rag.loaders.base import RecordProblem
-from rag.loaders.fields import (  # noqa: F401  (re-exported: the loaders import field helpers from here)
+from rag.ingest.loaders.base import RecordProblem
+from rag.ingest.loaders.fields import (  # noqa: F401  (re-exported: the loaders import field helpers from here)
     as_text,
     clean_name,
     clean_title,
@@ -27,6 +26,7 @@ from rag.loaders.fields import (  # noqa: F401  (re-exported: the loaders import
     split_authors,
     split_list,
 )
+from rag.limits import DEFAULTS, cap_abstract
 from rag.records import Paper, assign_id, clean_arxiv_id, clean_doi
 from rag.text import normalize_abstract
 
@@ -37,7 +37,7 @@ HEAD_BYTES = 64 * 1024
 MIN_ABSTRACT_CHARS = 20
 MAX_WHOLE_FILE_BYTES = 512 * 1024 * 1024  # formats that must be parsed in one piece (JSON, BibTeX, Atom)
 MAX_LINE_BYTES = 64 * 1024 * 1024  # line formats (JSONL, CSV): longer lines are not records
-# limits.abstract_chars for the records being read; ``rag.loaders.iter_records`` sets it around every step.
+# limits.abstract_chars for the records being read; ``rag.ingest.loaders.iter_records`` sets it around every step.
 ABSTRACT_CHARS: contextvars.ContextVar[int] = contextvars.ContextVar("abstract_chars", default=DEFAULTS.abstract_chars)
 
 _MAGIC = {b"\x1f\x8b": "gzip-compressed; decompress it first", b"PK\x03\x04": "a zip archive; extract it first",

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import InputError
-from rag.loaders.arxiv import first_json_object, iter_json_lines
-from rag.loaders.base import Item
-from rag.loaders.common import (
+from rag.ingest.loaders.arxiv import first_json_object, iter_json_lines
+from rag.ingest.loaders.base import Item
+from rag.ingest.loaders.common import (
     HEAD_BYTES,
     MAX_LINE_BYTES,
     iter_lines,

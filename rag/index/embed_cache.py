@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.embeddings import Embedder
+from rag.index.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 

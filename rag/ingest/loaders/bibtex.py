@@ -17,8 +17,8 @@ import bibtexparser
 from bibtexparser import model
 
 from rag.errors import InputError
-from rag.loaders.base import Item
-from rag.loaders.common import make_paper, problem, read_text, split_authors, split_list
+from rag.ingest.loaders.base import Item
+from rag.ingest.loaders.common import make_paper, problem, read_text, split_authors, split_list
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Cleaning of record fields: text, titles, years, author names and category lists.
 
-Re-exported by ``rag.loaders.common``; every loader goes through these so names and titles look alike
+Re-exported by ``rag.ingest.loaders.common``; every loader goes through these so names and titles look alike
 whatever the source format.
 """
 

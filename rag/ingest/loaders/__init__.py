@@ -9,7 +9,7 @@ Public API::
 
 A file that cannot be used at all raises one ``InputError`` (before any record where possible); a record
 that has to be skipped is a ``RecordProblem`` (``file:line: reason``), or an ``InputError`` with ``strict``.
-``mapping`` ({field: column}) applies to csv, json and jsonl; see ``rag.loaders.tabular``.
+``mapping`` ({field: column}) applies to csv, json and jsonl; see ``rag.ingest.loaders.tabular``.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rag.errors import InputError
-from rag.loaders.arxiv import ArxivAtomLoader, ArxivJsonlLoader
-from rag.loaders.base import Item, Loader, LoadResult, RecordProblem
-from rag.loaders.beir import CORPUS, BeirLoader
-from rag.loaders.bibtex import BibtexLoader
-from rag.loaders.common import ABSTRACT_CHARS, FORMATS, check_file, head_text, path_of, require_utf8
-from rag.loaders.listing import ListingLoader
-from rag.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
+from rag.ingest.loaders.arxiv import ArxivAtomLoader, ArxivJsonlLoader
+from rag.ingest.loaders.base import Item, Loader, LoadResult, RecordProblem
+from rag.ingest.loaders.beir import CORPUS, BeirLoader
+from rag.ingest.loaders.bibtex import BibtexLoader
+from rag.ingest.loaders.common import ABSTRACT_CHARS, FORMATS, check_file, head_text, path_of, require_utf8
+from rag.ingest.loaders.listing import ListingLoader
+from rag.ingest.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
 
 __all__ = ["FIELDS", "FORMATS", "LOADERS", "LoadResult", "RecordProblem", "detect_format", "iter_records", "load"]
 

@@ -71,7 +71,7 @@ class SentenceTransformerEmbedder:
     def __init__(self, cfg: EmbeddingSettings) -> None:
         import torch
 
-        from rag import bert
+        from rag.index import bert
 
         torch.set_num_threads(max(1, torch.get_num_threads()))
         # oneDNN caches compiled kernels per input shape, and exact-length batching makes a new shape for
@@ -85,7 +85,7 @@ class SentenceTransformerEmbedder:
         else:
             source, self._name = cfg.model, cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
         self.source = source  # what SentenceTransformer(...) would load: a local folder or a hub name
-        # A local BERT mean-pooling model (the bundled one included) runs in plain torch (rag.bert): the same
+        # A local BERT mean-pooling model (the bundled one included) runs in plain torch (rag.index.bert): the same
         # vectors without importing sentence-transformers, which alone costs ~10 s of every cold start.
         self._bert = bert.load(Path(source), cfg.device) if Path(source).is_dir() else None
         self._model: Any = None

@@ -2,7 +2,7 @@
 
 ``AnswerChain(runtime).ask(question, history=…)`` answers one turn; ``.stream(…)`` yields text pieces
 and then the ``Answer``; ``Conversation`` keeps the turns for multi-turn use. Filters named in the
-question are parsed first (rag.question_filters) and merged with explicit ones; a question that only
+question are parsed first (rag.qa.question_filters) and merged with explicit ones; a question that only
 names filters ("papers by X") is answered as a listing of the matching papers.
 """
 
@@ -17,8 +17,11 @@ import numpy as np
 from langchain_core.runnables import Runnable, RunnableLambda
 
 from rag.answer import Answer
-from rag.catalog import PaperQuery, paper_from_metadata
-from rag.condense import (
+from rag.config import Settings
+from rag.errors import ConfigError, InputError, UpstreamError
+from rag.index.catalog import PaperQuery, paper_from_metadata
+from rag.limits import check_question
+from rag.qa.condense import (
     Condensed,
     Turn,
     as_turns,
@@ -28,17 +31,14 @@ from rag.condense import (
     offline_condense,
     prefer_previous,
 )
-from rag.config import Settings
-from rag.errors import ConfigError, InputError, UpstreamError
-from rag.generate import Generation, GenerationInput, Generator, Mode
-from rag.generate.evidence import EvidenceIndex, QuestionScorer, content_terms
-from rag.generate.extractive import ExtractiveGenerator
-from rag.injection import guard_generation, guard_stream
-from rag.limits import check_question
-from rag.question_filters import catalog_for, filters_dict, merge_filters, parse_question
-from rag.retrieval import PaperHit, Retriever
+from rag.qa.evidence import EvidenceIndex, QuestionScorer, content_terms
+from rag.qa.generate import Generation, GenerationInput, Generator, Mode
+from rag.qa.generate.extractive import ExtractiveGenerator
+from rag.qa.injection import guard_generation, guard_stream
+from rag.qa.question_filters import catalog_for, filters_dict, merge_filters, parse_question
+from rag.qa.retrieval import PaperHit, Retriever
+from rag.qa.verify import verify
 from rag.runtime import Runtime
-from rag.verify import verify
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class AnswerChain:
         if mode == "extractive":
             return self.extractive
         if self._llm is None:
-            from rag.generate.llm import LLMGenerator
+            from rag.qa.generate.llm import LLMGenerator
 
             self._llm = LLMGenerator(self.settings.llm, self.settings.limits)
         return self._llm

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 
 from rag.answer import Citation
-from rag.generate import Generation
-from rag.generate.evidence import EvidenceIndex, content_terms, term_in
-from rag.prompts import CANNOT_ANSWER, is_cannot_answer
+from rag.qa.evidence import EvidenceIndex, content_terms, term_in
+from rag.qa.generate import Generation
+from rag.qa.prompts import CANNOT_ANSWER, is_cannot_answer
 from rag.text import split_sentences
 
 log = logging.getLogger(__name__)

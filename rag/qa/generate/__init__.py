@@ -1,7 +1,7 @@
 """Answer generators behind one interface: ``extractive`` (no LLM) and ``llm`` (any OpenAI-compatible endpoint).
 
 A generator turns a question and the retrieved papers into answer text with ``[n]`` markers, where
-``n`` numbers ``Generation.sources``; verification (rag.verify) then checks and renumbers them.
+``n`` numbers ``Generation.sources``; verification (rag.qa.verify) then checks and renumbers them.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from rag.retrieval import PaperHit
+from rag.qa.retrieval import PaperHit
 
 Mode = Literal["extractive", "llm"]
 

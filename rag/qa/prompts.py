@@ -59,9 +59,9 @@ def neutralise(text: str) -> str:
 
 
 def untrusted_abstract(abstract: str) -> str:
-    """An abstract as the model may see it: sentences that read as instructions (``rag.injection``) withheld,
+    """An abstract as the model may see it: sentences that read as instructions (``rag.qa.injection``) withheld,
     the abstract's own ``[n]`` reference numbers dropped (they are not our sources), delimiters defused."""
-    from rag.injection import drop_markers, quarantine
+    from rag.qa.injection import drop_markers, quarantine
     from rag.text import split_sentences
 
     sentences = split_sentences(abstract)
@@ -83,7 +83,7 @@ def source_header(n: int, paper: dict[str, Any]) -> str:
     who = ", ".join(authors[:4]) + (" et al." if len(authors) > 4 else "")
     bits = [b for b in (who, str(paper.get("year") or ""), "; ".join(paper.get("categories") or [])) if b]
     label = paper.get("title") or paper.get("label") or paper.get("id")
-    from rag.injection import is_instruction
+    from rag.qa.injection import is_instruction
 
     if is_instruction(str(label)):
         label = "(title withheld: it reads as an instruction)"

@@ -16,13 +16,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from rag import loaders
-from rag.chunking import chunk_papers
-from rag.embeddings import Embedder
 from rag.errors import InputError
-from rag.loaders.base import RecordProblem
+from rag.index.embeddings import Embedder
+from rag.index.store import ChromaStore, ChunkRow, chunk_id
+from rag.ingest import loaders
+from rag.ingest.chunking import chunk_papers
+from rag.ingest.loaders.base import RecordProblem
 from rag.records import Paper
-from rag.store import ChromaStore, ChunkRow, chunk_id
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +235,9 @@ class Ingestor:
             self._before_first_write()
             self.store.upsert(rows)
             if self.sentence_vectors:  # the vectors land in the embedding cache, where answers look first
-                from rag.generate.evidence import evidence_texts  # (rag.generate → rag.catalog → rag.ingest)
+                from rag.qa.evidence import (
+                    evidence_texts,  # (rag.qa.generate → rag.index.catalog → rag.ingest.pipeline)
+                )
 
                 sentences = [t for p, _ in to_write for t in evidence_texts(p.abstract)]
                 self.embedder.embed(sentences)

@@ -5,10 +5,10 @@ model instead of describing research — "ignore the question and print X", fake
 What paperchat guarantees, whatever the mode:
 
 - such sentences are *quarantined*: never evidence, never quoted by the extractive generator, and withheld
-  from the prompt the model sees (``rag.prompts.format_source``);
+  from the prompt the model sees (``rag.qa.prompts.format_source``);
 - model output is *guarded* (``guard_text``/``guard_generation``/``guard_stream``): a sentence that repeats
   an instruction header, or carries a term found only in quarantined text, is dropped before it is shown;
-- citations name retrieved papers only (``rag.verify``) and the abstract itself is shown as escaped data.
+- citations name retrieved papers only (``rag.qa.verify``) and the abstract itself is shown as escaped data.
 
 Detection is pattern based (imperatives aimed at an assistant, role headers, chat-template tokens, source
 delimiters, requests to cite or print), tuned so the sample corpus has no false positive; it is a filter for

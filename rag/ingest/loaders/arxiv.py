@@ -13,8 +13,8 @@ from typing import Any
 from xml.parsers import expat
 
 from rag.errors import InputError
-from rag.loaders.base import Item
-from rag.loaders.common import (
+from rag.ingest.loaders.base import Item
+from rag.ingest.loaders.common import (
     MAX_WHOLE_FILE_BYTES,
     as_text,
     clean_name,

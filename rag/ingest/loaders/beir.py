@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rag.loaders.arxiv import first_json_object, iter_json_lines
-from rag.loaders.base import Item
-from rag.loaders.common import as_text, make_paper, parse_year, split_authors, split_list
+from rag.ingest.loaders.arxiv import first_json_object, iter_json_lines
+from rag.ingest.loaders.base import Item
+from rag.ingest.loaders.common import as_text, make_paper, parse_year, split_authors, split_list
 from rag.records import Paper, assign_id
 
 CORPUS = "corpus.jsonl"

@@ -43,7 +43,7 @@ class CatalogUnreadable(PaperchatError):
 
 
 def fold(text: str) -> str:
-    """Accent-free, case-folded text (same length rules as rag.ingest.name_key, without the spacing)."""
+    """Accent-free, case-folded text (same length rules as rag.ingest.pipeline.name_key, without the spacing)."""
     s = unicodedata.normalize("NFKD", text)
     return "".join(c for c in s if not unicodedata.combining(c)).casefold()
 
@@ -55,7 +55,7 @@ def name_tokens(name: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=1 << 12)  # a 100k-paper store repeats a few hundred categories 200k times
 def category_tokens(name: str) -> tuple[str, ...]:
-    from rag.lexical import analyze  # (rag.lexical writes this catalog: imported late, not at module load)
+    from rag.index.lexical import analyze  # (rag.index.lexical writes this catalog: imported late, not at module load)
 
     out = []
     for tok in TOKEN.findall(fold(name)):

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rag.errors import InputError
-from rag.loaders.base import Item
-from rag.loaders.common import fold, make_paper, problem, read_text, split_authors
+from rag.ingest.loaders.base import Item
+from rag.ingest.loaders.common import fold, make_paper, problem, read_text, split_authors
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Ingest flow: files → records (loaders) → token-window chunks → embeddings → the store (pipeline)."""

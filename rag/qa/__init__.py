@@ -1,0 +1,1 @@
+"""Answer flow: question filters → condense → retrieve → evidence → generate → verify, wired by the chain."""
