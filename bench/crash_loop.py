@@ -223,8 +223,9 @@ def verify(home: Path, expected: dict[str, Any], markers: dict[str, list[str]], 
     import numpy as np
     from chromadb.config import Settings as ChromaSettings
 
+    from rag.analysis import analyze
     from rag.config import get_settings
-    from rag.index.lexical import LexicalIndex, analyze
+    from rag.index.lexical import LexicalIndex
 
     settings = get_settings(home=home)
     problems: list[str] = []

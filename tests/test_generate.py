@@ -9,7 +9,8 @@ from collections import Counter
 import pytest
 from conftest import SAMPLE
 
-from rag.index.lexical import analyze, paper_text
+from rag.analysis import analyze
+from rag.index.lexical import paper_text
 from rag.ingest import loaders
 from rag.qa.evidence import EvidenceIndex
 from rag.qa.generate import Generation, GenerationInput

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from conftest import SAMPLE
 
+from rag.analysis import analyze
 from rag.index.catalog import PaperQuery
-from rag.index.lexical import analyze, paper_text
+from rag.index.lexical import paper_text
 from rag.qa.retrieval import rrf
 
 
@@ -116,7 +117,7 @@ def test_a_saved_index_scores_alike_without_importing_bm25s(sample_rt) -> None:
 def test_stop_words_are_bm25s_english_set() -> None:
     from bm25s.stopwords import STOPWORDS_EN
 
-    from rag.index.lexical import STOPWORDS
+    from rag.analysis import STOPWORDS
 
     assert frozenset(STOPWORDS_EN) == STOPWORDS
 

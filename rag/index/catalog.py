@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rag.analysis import name_key
 from rag.index.store import ChromaStore
-from rag.ingest.pipeline import name_key
 
 
 @dataclass

@@ -10,18 +10,16 @@ catalog in memory with :meth:`FilterCatalog.build`.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
-import unicodedata
 from collections.abc import Iterable
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from rag.analysis import TOKEN, analyze, fold
 from rag.errors import PaperchatError
 
-TOKEN = re.compile(r"[^\W_]+", re.U)  # a word of a name (question_filters tokenises questions alike)
 _SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE author(toks TEXT PRIMARY KEY, first TEXT NOT NULL, n INTEGER NOT NULL, display TEXT NOT NULL);
@@ -42,12 +40,6 @@ class CatalogUnreadable(PaperchatError):
     """The saved catalog file is missing, torn or not a catalog."""
 
 
-def fold(text: str) -> str:
-    """Accent-free, case-folded text (same length rules as rag.ingest.pipeline.name_key, without the spacing)."""
-    s = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in s if not unicodedata.combining(c)).casefold()
-
-
 @lru_cache(maxsize=1 << 16)
 def name_tokens(name: str) -> tuple[str, ...]:
     return tuple(TOKEN.findall(fold(name)))
@@ -55,8 +47,6 @@ def name_tokens(name: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=1 << 12)  # a 100k-paper store repeats a few hundred categories 200k times
 def category_tokens(name: str) -> tuple[str, ...]:
-    from rag.index.lexical import analyze  # (rag.index.lexical writes this catalog: imported late, not at module load)
-
     out = []
     for tok in TOKEN.findall(fold(name)):
         if tok == "and":

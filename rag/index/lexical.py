@@ -17,38 +17,23 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import shutil
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rag.analysis import analyze
+from rag.index import filter_catalog
 from rag.index.store import ChromaStore
 from rag.text import plain_text
 
 log = logging.getLogger(__name__)
 
 TITLE_WEIGHT = 2  # the title is repeated: a term in the title says more than one in the abstract
-_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.U)
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    import Stemmer
-
-    return Stemmer.Stemmer("english")
-
-
-# Lucene's English stop set, the one bm25s ships as ``bm25s.stopwords.STOPWORDS_EN`` (a test keeps them equal):
-# kept here so that analysing a question does not import bm25s (and scipy) in a process that only answers.
-STOPWORDS = frozenset({"a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it",
-                       "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these",
-                       "they", "this", "to", "was", "will", "with"})
 
 
 class _Scores:
@@ -108,21 +93,6 @@ class _Scores:
         data, indices, indptr = (np.load(folder / f"{name}.csc.index.npy", allow_pickle=False)
                                  for name in ("data", "indices", "indptr"))
         return _Scores(vocab, data, indices, indptr, int(params["num_docs"]), float(params["k1"]), float(params["b"]))
-
-
-def analyze(text: str) -> list[str]:
-    """Lower-cased, stop-worded, stemmed terms; hyphenated words also give their parts."""
-    words: list[str] = []
-    for w in _WORD.findall(text.casefold()):
-        if "-" in w or "'" in w:
-            parts = [p for p in re.split(r"[-']", w) if p]
-            words.extend(parts)
-            if len(parts) > 1:
-                words.append("".join(parts))
-        else:
-            words.append(w)
-    words = [w for w in words if w not in STOPWORDS]
-    return list(_stemmer().stemWords(words))
 
 
 def paper_text(md: dict[str, Any]) -> str:
@@ -326,8 +296,6 @@ class LexicalIndex:
         tmp.mkdir(parents=True)
         bm25.save(tmp / "bm25")
         fields.save(tmp / "fields.npz")
-        from rag.index import filter_catalog  # (it imports analyze from here)
-
         filter_catalog.write_file(tmp / CATALOG_FILE, catalog)
         del catalog
         np.savez(tmp / "terms.npz", ids=flat, offsets=offsets, keys=_json_bytes(keys), vocab=_json_bytes(new_vocab))

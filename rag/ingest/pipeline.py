@@ -8,7 +8,6 @@ with every paper stored exactly once. Derived indexes (BM25) are synced through 
 from __future__ import annotations
 
 import logging
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from rag.analysis import name_key
 from rag.errors import InputError
 from rag.index.embeddings import Embedder
 from rag.index.store import ChromaStore, ChunkRow, chunk_id
@@ -53,13 +53,6 @@ class IngestReport:
         return {k: getattr(self, k) for k in ("added", "updated", "unchanged", "duplicates", "skipped", "failed",
                                               "embedded_chunks", "embedded_sentences", "problems",
                                               "file_errors")}
-
-
-def name_key(name: str) -> str:
-    """Accent- and case-insensitive form of a name, for author filters."""
-    s = unicodedata.normalize("NFKD", name)
-    s = "".join(c for c in s if not unicodedata.combining(c))
-    return " ".join(s.casefold().replace(".", " ").replace("-", " ").split())
 
 
 def paper_metadata(paper: Paper, content_hash: str, index: int, n_chunks: int, llm_tokens: int) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from rag.analysis import analyze
 from rag.index.embeddings import Embedder
-from rag.index.lexical import analyze
 from rag.qa.injection import usable_sentences
 from rag.text import plain_text, split_sentences
 

@@ -15,9 +15,10 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rag.analysis import TOKEN, analyze, fold
 from rag.index.catalog import PaperQuery
-from rag.index.filter_catalog import TOKEN, CatalogUnreadable, FilterCatalog, fold
-from rag.index.lexical import LexicalIndex, analyze
+from rag.index.filter_catalog import CatalogUnreadable, FilterCatalog
+from rag.index.lexical import LexicalIndex
 from rag.index.store import ChromaStore
 
 log = logging.getLogger(__name__)

@@ -16,12 +16,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rag.analysis import analyze, name_key
 from rag.config import RetrievalSettings
 from rag.index.catalog import PaperQuery, paper_from_metadata, to_where
 from rag.index.embeddings import Embedder
-from rag.index.lexical import LexicalIndex, analyze, paper_text
+from rag.index.lexical import LexicalIndex, paper_text
 from rag.index.store import ChromaStore
-from rag.ingest.pipeline import name_key
 
 log = logging.getLogger(__name__)
 
