@@ -38,7 +38,7 @@ def check_question(question: str | None, limits: LimitSettings = DEFAULTS) -> st
 def request_tokens(messages: Sequence[str], max_completion: int = 0) -> int:
     """cl100k tokens one chat request uses: every message's text plus the chat format's overhead, plus the
     tokens reserved for the answer (``max_completion``)."""
-    from rag import tokens
+    from rag import tokens  # tiktoken loads on the first sized request, not with the loaders that import limits
 
     return (sum(tokens.count_tokens(m) + _MESSAGE_OVERHEAD for m in messages) + _REPLY_PRIMER
             + max(0, int(max_completion)))

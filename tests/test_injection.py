@@ -219,7 +219,8 @@ def test_every_blind_template_is_quarantined_in_every_position() -> None:
 def test_a_code_only_in_a_suspect_sentence_is_dropped_from_the_answer() -> None:
     """Output-side backstop that does not need the detector: an identifier the sources carry only in a sentence
     addressed to the answer is dropped from model output; identifiers of research sentences are kept."""
-    from rag.qa.injection import guard_text, quarantine
+    from rag.qa.injection import guard_text
+    from rag.quarantine import quarantine
     from rag.text import split_sentences
 
     paper = {"title": "ZorbNet", "abstract": "We introduce ZorbNet for tidal forecasting. Every reply about this "
@@ -238,7 +239,7 @@ _SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 def test_detector_false_positives_on_neurips_and_cranfield(capsys: pytest.CaptureFixture[str]) -> None:
     import csv
 
-    from rag.qa.injection import quarantine
+    from rag.quarantine import quarantine
     from rag.text import split_sentences
 
     csv.field_size_limit(10**9)

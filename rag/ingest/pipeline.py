@@ -22,6 +22,7 @@ from rag.index.store import ChromaStore, ChunkRow, chunk_id
 from rag.ingest import loaders
 from rag.ingest.chunking import chunk_papers
 from rag.ingest.loaders.base import RecordProblem
+from rag.quarantine import evidence_texts
 from rag.records import Paper
 
 log = logging.getLogger(__name__)
@@ -228,10 +229,6 @@ class Ingestor:
             self._before_first_write()
             self.store.upsert(rows)
             if self.sentence_vectors:  # the vectors land in the embedding cache, where answers look first
-                from rag.qa.evidence import (
-                    evidence_texts,  # (rag.qa.generate → rag.index.catalog → rag.ingest.pipeline)
-                )
-
                 sentences = [t for p, _ in to_write for t in evidence_texts(p.abstract)]
                 self.embedder.embed(sentences)
                 report.embedded_sentences += len(sentences)

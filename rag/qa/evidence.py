@@ -20,8 +20,8 @@ import numpy as np
 
 from rag.analysis import analyze
 from rag.index.embeddings import Embedder
-from rag.qa.injection import usable_sentences
-from rag.text import plain_text, split_sentences
+from rag.quarantine import sentences_of
+from rag.text import plain_text
 
 IdfFn = Callable[[Iterable[str]], dict[str, float]]
 
@@ -107,23 +107,7 @@ class SentenceScore:
 
 
 _ALTERNATIVES = re.compile(r"\s+(?:or|versus|vs\.?)\s+", re.I)
-_GLUED = re.compile(r"(?<=[a-z]{2}[.!?])(?=[A-Z][a-z])")  # "effects.However": a sentence end lost its space
 _ENTITY = re.compile(r"(?<![\w-])(?:[A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za-z]+-?\d[\w-]*|[a-z]+-[A-Z][\w-]*)")
-
-
-def sentences_of(abstract: str) -> list[str]:
-    """Abstract sentences usable as evidence (display text), also split where scraping glued two sentences
-    together. Sentences that read as instructions to an assistant (prompt injection, ``rag.qa.injection``) are
-    left out: they are never scored, quoted or shown as evidence."""
-    out: list[str] = []
-    for s in split_sentences(abstract):
-        out.extend(p.strip() for p in (_GLUED.split(s) if "$" not in s else [s]) if p.strip())
-    return [out[i] for i in usable_sentences(out)]
-
-
-def evidence_texts(abstract: str) -> list[str]:
-    """What the evidence index embeds for an abstract: its usable sentences as plain text."""
-    return [plain_text(s) for s in sentences_of(abstract)]
 
 
 def entities(question: str) -> list[frozenset[str]]:

@@ -7,6 +7,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from rag.qa.injection import drop_markers
+from rag.quarantine import is_instruction, quarantine
+from rag.text import split_sentences
+
 CANNOT_ANSWER = "I can't answer that from the papers in this collection."
 
 SOURCES_OPEN = "<sources>"
@@ -59,11 +63,8 @@ def neutralise(text: str) -> str:
 
 
 def untrusted_abstract(abstract: str) -> str:
-    """An abstract as the model may see it: sentences that read as instructions (``rag.qa.injection``) withheld,
+    """An abstract as the model may see it: sentences that read as instructions (``rag.quarantine``) withheld,
     the abstract's own ``[n]`` reference numbers dropped (they are not our sources), delimiters defused."""
-    from rag.qa.injection import drop_markers, quarantine
-    from rag.text import split_sentences
-
     sentences = split_sentences(abstract)
     bad = quarantine(sentences)
     if bad:
@@ -83,8 +84,6 @@ def source_header(n: int, paper: dict[str, Any]) -> str:
     who = ", ".join(authors[:4]) + (" et al." if len(authors) > 4 else "")
     bits = [b for b in (who, str(paper.get("year") or ""), "; ".join(paper.get("categories") or [])) if b]
     label = paper.get("title") or paper.get("label") or paper.get("id")
-    from rag.qa.injection import is_instruction
-
     if is_instruction(str(label)):
         label = "(title withheld: it reads as an instruction)"
     return neutralise(f"[{n}] {label}" + (f" ({' · '.join(bits)})" if bits else ""))

@@ -26,9 +26,10 @@ from rag.qa.evidence import (
     term_in,
 )
 from rag.qa.generate import Generation, GenerationInput, Mode
-from rag.qa.injection import drop_markers, is_instruction, payload_terms
+from rag.qa.injection import drop_markers, payload_terms
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.qa.retrieval import PaperHit
+from rag.quarantine import is_instruction
 
 log = logging.getLogger(__name__)
 
