@@ -7,7 +7,10 @@ One request per answer asks for a JSON verdict:
 - citation support: for each [n], whether that paper's abstract supports the statements citing it.
 
 The abstracts go in a delimited block marked as data. A reply that is not the JSON asked for gives no
-score (``None``) and an error note, never a guessed number. Retries happen only inside the openai client.
+score (``None``) and an error note, never a guessed number. The client, its retries and the mapping of
+its failures to ``ConfigError``/``UpstreamError`` come from ``rag.openai_client`` (``judge_endpoint``);
+``complete`` raises those, ``score`` turns them into a verdict's error note so one failed case does not
+end an eval run.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any
 
 from rag.answer import Answer
 from rag.config import Settings
+from rag.errors import PaperchatError
+from rag.openai_client import judge_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -81,29 +86,27 @@ class Judge:
     """Scores answers with an LLM behind an OpenAI-compatible endpoint."""
 
     def __init__(self, settings: Settings) -> None:
-        from openai import OpenAI
+        self.endpoint = judge_endpoint(settings)  # a ConfigError when no judge is configured
+        self.model = self.endpoint.model
+        self.client = self.endpoint.client()
 
-        cfg = settings.evals
-        if not cfg.judge_base_url:
-            raise ValueError("no judge configured: set evals.judge_base_url (PAPERCHAT_EVALS__JUDGE_BASE_URL)")
-        key = cfg.judge_api_key or settings.llm.api_key
-        self.model = cfg.judge_model
-        self.client = OpenAI(base_url=cfg.judge_base_url, api_key=key.get_secret_value() if key else "none",
-                             timeout=cfg.judge_timeout_s, max_retries=cfg.judge_max_retries)
+    def complete(self, question: str, answer: Answer) -> str:
+        """The judge's raw reply to one answer; ``ConfigError``/``UpstreamError`` when it cannot be had."""
+        reply = self.endpoint.call(lambda: self.client.chat.completions.create(
+            model=self.model, temperature=0,
+            messages=[{"role": "system", "content": SYSTEM},
+                      {"role": "user", "content": build_prompt(question, answer)}]))
+        if not reply.choices:
+            raise self.endpoint.malformed("no choices in the reply")
+        return reply.choices[0].message.content or ""
 
     def score(self, question: str, answer: Answer) -> Verdict:
         """One verdict; a refused answer (no citations) is not judged."""
         if not answer.answerable or not answer.citations:
             return Verdict()
-        from openai import OpenAIError
-
         try:
-            reply = self.client.chat.completions.create(
-                model=self.model, temperature=0,
-                messages=[{"role": "system", "content": SYSTEM},
-                          {"role": "user", "content": build_prompt(question, answer)}])
-            text = reply.choices[0].message.content or ""
-        except OpenAIError as e:
+            text = self.complete(question, answer)
+        except PaperchatError as e:
             log.warning("judge request failed: %s", e)
-            return Verdict(error=f"judge request failed: {type(e).__name__}: {e}")
+            return Verdict(error=f"judge request failed: {e}")
         return parse_verdict(text, [c.n for c in answer.citations])

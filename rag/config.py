@@ -42,6 +42,8 @@ class EmbeddingSettings(BaseModel):
     base_url: str | None = Field(None, description="OpenAI-compatible base URL for provider=openai")
     api_key: SecretStr | None = Field(None, description="API key for provider=openai (falls back to llm.api_key)")
     dimensions: int | None = Field(None, ge=1, le=8192, description="requested output size (OpenAI v3 models)")
+    max_retries: int = Field(2, ge=0, le=10, description="retries of an embeddings request on 429/5xx/timeouts/"
+                             "dropped connections (provider=openai), within a time cap")
     cache: bool = Field(True, description="cache embeddings by content hash so re-ingest never recomputes them")
     query_threads: int = Field(1, ge=0, le=64, description="torch threads for small (query-time) embeds; 0 = torch "
                                "default. One thread answers a single question ~20× faster when the CPU is shared")
@@ -83,8 +85,8 @@ class LLMSettings(BaseModel):
     max_tokens: int = Field(700, ge=16, le=32000, description="max tokens in an answer")
     temperature: float = Field(0.1, ge=0, le=2, description="sampling temperature")
     context_tokens: int = Field(6000, ge=500, le=200000, description="budget for the prompt's abstracts")
-    max_retries: int = Field(2, ge=0, le=10, description="retries on 429/5xx/timeouts/dropped streams before any text; "
-                                                          "one layer (the generator), within a time cap")
+    max_retries: int = Field(2, ge=0, le=10, description="retries on 429/5xx/timeouts/dropped streams before any text, "
+                                                          "within a time cap (rag.openai_client's policy)")
 
 
 class UISettings(BaseModel):
@@ -116,7 +118,8 @@ class EvalSettings(BaseModel):
     judge_model: str = Field("gpt-4o-mini", description="judge model name at that endpoint")
     judge_api_key: SecretStr | None = Field(None, description="judge API key (falls back to llm.api_key)")
     judge_timeout_s: float = Field(60.0, gt=0, le=600, description="judge request timeout")
-    judge_max_retries: int = Field(2, ge=0, le=10, description="judge retries on 429/5xx/timeouts, in the client only")
+    judge_max_retries: int = Field(2, ge=0, le=10, description="judge retries on 429/5xx/timeouts/dropped "
+                                   "connections, within a time cap (rag.openai_client's policy)")
 
 
 class Settings(BaseSettings):

@@ -1,18 +1,27 @@
-"""The local embedder: the plain-torch BERT path gives sentence-transformers' vectors without importing it."""
+"""The embedders: the plain-torch BERT path gives sentence-transformers' vectors without importing it, and
+provider=openai goes through the OpenAI-compatible stub from ingest to a cited answer."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from conftest import SAMPLE, STUB_KEY
 
+from rag.config import Settings
+from rag.errors import ConfigError, UpstreamError
 from rag.index import bert
-from rag.index.embeddings import bundled_model_path
+from rag.index.embeddings import bundled_model_path, make_embedder
+from tests.fakes.openai_server import FakeOpenAIServer
 
 TEXTS = [
     "Attention is all you need.",
@@ -65,3 +74,85 @@ def test_a_cold_process_never_imports_sentence_transformers(tmp_path: Path) -> N
                                             "HOME": str(tmp_path)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+
+# ---- provider=openai, through the OpenAI-compatible stub -------------------------------------------------
+# The stub's own vectors are hash-seeded noise (tests/fakes/openai_server.fake_embedding): equal texts
+# match, nothing else does. These tests give it hashed word counts instead, so that dense retrieval and
+# the citation check see real similarity in the vectors the endpoint returned.
+EPPO_QUESTION = "What does the EPPO algorithm penalize when training reward models for RLHF?"
+EPPO_CLAIM = "EPPO penalizes the increase in energy loss in the final layer [{n}]."
+
+
+def bag_of_words(item: str | list[int], dim: int) -> list[float]:
+    vec = [0.0] * dim
+    text = item if isinstance(item, str) else " ".join(map(str, item))
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vec[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % dim] += 1.0
+    return vec
+
+
+def cite_eppo(body: dict[str, Any]) -> str:
+    prompt = body["messages"][-1]["content"]
+    n = next(int(m.group(1)) for m in re.finditer(r'<source n="(\d+)">(.*?)</source>', prompt, re.S)
+             if "energy loss" in m.group(2))
+    return EPPO_CLAIM.format(n=n)
+
+
+@pytest.fixture
+def stub() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(model="stub-model", api_key=STUB_KEY, embedding_dim=256, embed_fn=bag_of_words,
+                          responder=cite_eppo) as srv:
+        yield srv
+
+
+def openai_settings(srv: FakeOpenAIServer, **embeddings: Any) -> Settings:
+    # No embeddings.api_key: the key falls back to llm.api_key, and the stub refuses requests without it.
+    return Settings(embeddings={"provider": "openai", "base_url": srv.base_url, "max_retries": 1, **embeddings},
+                    llm={"base_url": srv.base_url, "api_key": STUB_KEY, "model": "stub-model", "timeout_s": 5})
+
+
+def test_openai_embeddings_from_the_stub_ingest_and_answer_with_citations(stub: FakeOpenAIServer) -> None:
+    from rag.qa.chain import AnswerChain
+    from rag.runtime import Runtime
+
+    rt = Runtime(openai_settings(stub))
+    try:
+        assert rt.ingestor(progress=False).ingest(SAMPLE).added == 40
+        assert (rt.embedder.name, rt.embedder.dim) == ("openai/text-embedding-3-small", 256)
+        assert rt.store.count_chunks() >= 40
+        sent = [t for body in stub.embedding_requests for t in body["input"]]
+        assert len(stub.embedding_requests) > 1 and any("Energy loss-aware PPO" in t for t in sent)
+        assert {b["model"] for b in stub.embedding_requests} == {"text-embedding-3-small"}
+        before = len(stub.embedding_requests)
+        for mode in ("extractive", "llm"):
+            answer = AnswerChain(rt).ask(EPPO_QUESTION, mode=mode)
+            assert answer.answerable and answer.citations, mode
+            first = answer.citations[0]
+            assert "Energy loss-aware PPO" in first.abstract and first.supported, mode
+            assert "[1]" in answer.answer and "energy loss" in answer.answer.lower(), mode
+        assert answer.answer.startswith("EPPO penalizes the increase in energy loss")  # the stub model's reply
+        questions = [b["input"] for b in stub.embedding_requests[before:]]
+        assert any(EPPO_QUESTION in t for batch in questions for t in batch)  # the question went to the stub too
+        assert not stub.errors
+    finally:
+        rt.close()
+
+
+def test_openai_embeddings_retry_and_map_failures_to_paperchat_errors(stub: FakeOpenAIServer) -> None:
+    embedder = make_embedder(openai_settings(stub, dimensions=16))
+    stub.queue_fault(503, retry_after=0.01, path="/embeddings")
+    v = embedder.embed(["a text", "another text"])
+    assert v.shape == (2, 16) and np.allclose(np.linalg.norm(v, axis=1), 1.0)
+    assert len(stub.embedding_requests) == 2 and stub.embedding_requests[-1]["dimensions"] == 16
+    stub.reset()
+    stub.queue_fault(500, times=2, path="/embeddings")  # embeddings.max_retries=1: two attempts, then the error
+    with pytest.raises(UpstreamError, match=r"the embeddings endpoint .* failed with HTTP 500 \(2 attempts\)"):
+        embedder.embed(["a text"])
+    stub.reset()
+    stub.queue_fault("malformed_chunk", path="/embeddings")  # a 200 that is not JSON: not a bare ValueError
+    with pytest.raises(UpstreamError, match="sent a malformed reply"):
+        embedder.embed(["a text"])
+    wrong = Settings(embeddings={"provider": "openai", "base_url": stub.base_url, "api_key": "sk-wrong"})
+    with pytest.raises(ConfigError, match="refused the API key.*PAPERCHAT_EMBEDDINGS__API_KEY"):
+        make_embedder(wrong).embed(["a text"])

@@ -8,13 +8,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from rag.config import EmbeddingSettings, Settings
-from rag.errors import ConfigError, UpstreamError
+from rag.errors import ConfigError
+from rag.openai_client import Endpoint, embeddings_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -216,16 +218,14 @@ class SentenceTransformerEmbedder:
 
 
 class OpenAIEmbedder:
-    """Embeddings from any OpenAI-compatible endpoint through the ``openai`` client."""
+    """Embeddings from any OpenAI-compatible endpoint; client, retries and errors from ``rag.openai_client``."""
 
-    def __init__(self, cfg: EmbeddingSettings, api_key: str | None, timeout_s: float = 60.0) -> None:
-        import openai
-
+    def __init__(self, cfg: EmbeddingSettings, endpoint: Endpoint) -> None:
         from rag import tokens
 
-        self._client = openai.OpenAI(base_url=cfg.base_url, api_key=api_key or "not-needed",
-                                     timeout=timeout_s, max_retries=2)
-        self._model = cfg.model if cfg.model != DEFAULT_MODEL else "text-embedding-3-small"
+        self._endpoint = endpoint
+        self._client = endpoint.client()
+        self._model = endpoint.model
         self._dims = cfg.dimensions
         self._batch = min(cfg.batch_size, 2048)
         self._tokens = tokens
@@ -249,19 +249,14 @@ class OpenAIEmbedder:
         return [self._tokens.count_tokens(t) for t in texts]
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        import openai
-
         out: list[list[float]] = []
+        kwargs: dict[str, Any] = {"dimensions": self._dims} if self._dims else {}
         for i in range(0, len(texts), self._batch):
             batch = texts[i:i + self._batch]
-            try:
-                kwargs = {"dimensions": self._dims} if self._dims else {}
-                resp = self._client.embeddings.create(model=self._model, input=batch, **kwargs)
-            except openai.AuthenticationError as e:
-                raise ConfigError("the embeddings endpoint refused the API key: set PAPERCHAT_EMBEDDINGS__API_KEY "
-                                  "(or PAPERCHAT_LLM__API_KEY) to a valid key") from e
-            except openai.OpenAIError as e:
-                raise UpstreamError(f"embeddings endpoint failed: {e}") from e
+            resp = self._endpoint.call(partial(self._client.embeddings.create, model=self._model, input=batch,
+                                               **kwargs))
+            if len(resp.data) != len(batch):
+                raise self._endpoint.malformed(f"{len(resp.data)} vectors for {len(batch)} texts")
             out.extend(d.embedding for d in sorted(resp.data, key=lambda d: d.index))
         v = _normalise(np.array(out, dtype=np.float32)) if out else np.zeros((0, self._dim or 0), np.float32)
         if v.size and self._dim is None:
@@ -273,6 +268,7 @@ def make_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for."""
     cfg = settings.embeddings
     if cfg.provider == "openai":
-        key = cfg.api_key or settings.llm.api_key
-        return OpenAIEmbedder(cfg, key.get_secret_value() if key else None, settings.llm.timeout_s)
+        # The local default model has no OpenAI namesake: ask for OpenAI's small model instead.
+        model = cfg.model if cfg.model != DEFAULT_MODEL else "text-embedding-3-small"
+        return OpenAIEmbedder(cfg, embeddings_endpoint(settings, model))
     return SentenceTransformerEmbedder(cfg)

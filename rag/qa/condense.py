@@ -4,7 +4,10 @@ Offline, a follow-up ("What does it penalize?") is detected from pronouns, deict
 "and" / "what about", or sheer brevity, and expanded with the previous question and the key phrases of
 the papers the previous answer cited (the first one weighted most). The cited paper ids travel along
 so the chain can keep the paper under discussion first unless a new one is clearly better. With an
-LLM endpoint the standard condense prompt is used, falling back to the offline rewrite on any error.
+LLM endpoint the standard condense prompt goes to the generator's chat model (built by
+``rag.openai_client``, so the same base URL, key and timeout); it makes a single attempt, and any error
+falls back to the offline rewrite at once, since retrying would only delay an answer that does not
+need it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.answer import Answer, Citation
+from rag.openai_client import describe
 from rag.qa.evidence import content_terms
 from rag.qa.prompts import CONDENSE_SYSTEM, CONDENSE_TEMPLATE
 
@@ -108,7 +112,8 @@ def _papers_text(turn: Answer) -> str:
 
 
 def llm_condense(question: str, history: Sequence[Turn] | None, chat: Any) -> Condensed:
-    """Rewrite with the LLM (``chat`` is a LangChain chat model); the offline rewrite on any failure."""
+    """Rewrite with the LLM (``chat``: a LangChain chat model from ``Endpoint.chat_model``); the offline
+    rewrite on any failure, with the reason in words."""
     from langchain_core.output_parsers import StrOutputParser
     from langchain_core.prompts import ChatPromptTemplate
 
@@ -124,10 +129,11 @@ def llm_condense(question: str, history: Sequence[Turn] | None, chat: Any) -> Co
         if not text:
             raise ValueError("empty rewrite")
     except Exception as e:  # any endpoint or parsing failure: the offline rewrite still works
-        log.warning("condense via LLM failed (%s); using the offline rewrite", e)
+        timeout = getattr(chat, "request_timeout", None)
+        reason = describe(e, float(timeout) if isinstance(timeout, int | float) else None)
+        log.warning("condense via LLM failed (%s); using the offline rewrite", reason)
         c = offline_condense(question, turns)
-        c.warnings.append(f"the LLM could not rewrite the follow-up ({e.__class__.__name__}); used the offline "
-                          "rewrite")
+        c.warnings.append(f"the LLM could not rewrite the follow-up ({reason}); used the offline rewrite")
         c.prefer_ids = prefer
         c.follow_up = True
         return c
