@@ -28,11 +28,12 @@ def register(sub: Any, commands: dict[str, Any]) -> None:
     ev.add_argument("-k", type=int, help="papers per answer (default: retrieval.k)")
     ev.add_argument("--corpus", nargs="+", type=Path, metavar="FILE",
                     help="ingest these into a throwaway store and evaluate there (the seed set defaults to "
-                         "data/sample/*.txt); without it other sets run on your store")
+                         "the bundled sample corpus); without it other sets run on your store")
     ev.add_argument("--current-store", action="store_true", help="run on your store even for the seed set")
     ev.add_argument("--judge", action="store_true", help="add LLM-judged metrics (needs evals.judge_base_url)")
     ev.add_argument("--check", nargs="?", const="default", metavar="THRESHOLDS",
-                    help="fail (exit 1) when a figure is below its threshold (default: evals/thresholds.toml)")
+                    help="fail (exit 1) when a figure is below its threshold (default: the bundled "
+                         "evals/thresholds.toml)")
     ev.add_argument("--limit", type=int, help="only the first N cases")
     ev.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"),
                     help="instead of running: what got better and worse from report A to report B")
@@ -82,8 +83,9 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from evals.compare import compare, to_markdown
     from evals.gate import THRESHOLDS, check, load_thresholds
     from evals.report import headline, load_report, write_report
-    from evals.sets import SEED, SEED_CORPUS, load_set
+    from evals.sets import SEED, load_set
     from rag.errors import InputError
+    from rag.resources import sample_corpus
 
     if args.compare:
         a, b = (load_report(p) for p in args.compare)
@@ -116,7 +118,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         judge = Judge(settings)
     corpus = args.corpus
     if corpus is None and set_path.resolve() == SEED.resolve() and not args.current_store:
-        corpus = sorted(SEED_CORPUS.glob("*.txt"))
+        corpus = sample_corpus()
     stamp = datetime.now(UTC)
     out = args.out or Path("eval-reports") / f"{set_path.stem}-{mode}-{stamp:%Y%m%d-%H%M%S}"
     t0 = time.perf_counter()

@@ -1,4 +1,5 @@
-"""The CI gate: an eval run's figures against thresholds committed in the repo (``evals/thresholds.toml``).
+"""The CI gate: an eval run's figures against thresholds committed in the repo (``evals/thresholds.toml``, shipped
+with the package).
 
 Each table of the TOML file is a kind of figure, each key a minimum (``[latency_ms]`` keys are maxima)::
 
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import InputError
+from rag.resources import resource_path
 
-THRESHOLDS = Path(__file__).resolve().parent / "thresholds.toml"
+THRESHOLDS = resource_path("evals", "thresholds.toml")
 MAXIMA = {"false_refusal_rate"}
 MAX_NAMED = 15
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import InputError
+from rag.resources import resource_path
 from rag.text import plain_text
 
-SETS_DIR = Path(__file__).resolve().parent / "sets"
-SEED = SETS_DIR / "seed.jsonl"
-SEED_CORPUS = Path(__file__).resolve().parents[1] / "data" / "sample"
+SETS_DIR = resource_path("evals", "sets")
+SEED = SETS_DIR / "seed.jsonl"  # written against the bundled sample corpus (rag.resources.sample_corpus)
 
 TYPES = ("single", "multi", "author", "category", "filter", "follow-up", "out-of-corpus")
 RULE_KEYS = ("id", "paper_id", "author", "abstract_prefix", "title_contains")

@@ -54,15 +54,28 @@ def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
+def _sample() -> list[Path]:
+    """The bundled sample corpus (``ingest --sample``, and ``chat`` on an empty store)."""
+    from rag.resources import sample_corpus
+
+    files = sample_corpus()
+    if not files:
+        raise InputError("the bundled sample corpus is missing from this install (rag.sample holds no .txt)")
+    return files
+
+
 @command("ingest")
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     from rag.runtime import Runtime
 
+    paths = [*args.paths, *(_sample() if args.sample else [])]
+    if not paths:
+        raise InputError("nothing to ingest: name files (or a BEIR folder), or --sample for the bundled sample corpus")
     rt = Runtime(settings)
     try:
         if args.rebuild:
             rt.store.reset()
-        report = rt.ingestor(progress=not args.json).ingest(args.paths, fmt=args.format,
+        report = rt.ingestor(progress=not args.json).ingest(paths, fmt=args.format,
                                                             mapping=parse_mapping(args.map), strict=args.strict)
     finally:
         rt.close()
@@ -189,22 +202,20 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-SAMPLE_DIR = Path(__file__).resolve().parents[1] / "data" / "sample"
-
-
 @command("chat")
 def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str], str] = input) -> int:
     """A read–answer loop over one conversation: blank line or Ctrl-D quits, /new starts over."""
     from rag.answer import render_text
     from rag.qa.chain import AnswerChain, Conversation, resolve_mode
+    from rag.resources import sample_dir
     from rag.runtime import Runtime
 
     mode = resolve_mode(settings, args.mode)
     rt = Runtime(settings)
     try:
-        if rt.store.count_chunks() == 0 and SAMPLE_DIR.is_dir():
-            print(f"The store is empty: ingesting the sample corpus from {SAMPLE_DIR} …", flush=True)
-            print(rt.ingestor().ingest(sorted(SAMPLE_DIR.glob("*.txt"))).summary())
+        if rt.store.count_chunks() == 0:
+            print(f"The store is empty: ingesting the sample corpus from {sample_dir()} …", flush=True)
+            print(rt.ingestor().ingest(_sample()).summary())
         papers = len(rt.store.paper_ids())
         print(f"paperchat — {papers} papers, {mode} answers. Ask a question; /new starts over; an empty line quits.")
         conv = Conversation(AnswerChain(rt), k=args.k, mode=mode)
@@ -242,7 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ing = sub.add_parser("ingest", help="add papers from files (listing, arXiv JSONL/Atom, BibTeX, CSV, JSON, BEIR)")
-    ing.add_argument("paths", nargs="+", type=Path, help="files (or a BEIR folder) to ingest")
+    ing.add_argument("paths", nargs="*", type=Path, help="files (or a BEIR folder) to ingest")
+    ing.add_argument("--sample", action="store_true",
+                     help="also ingest the sample corpus bundled with paperchat (40 papers)")
     ing.add_argument("--format", help="force a format instead of detecting it")
     ing.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                      help="map a paper field to a CSV/JSON column, e.g. --map abstract=Summary (repeatable)")

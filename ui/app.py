@@ -20,6 +20,7 @@ from rag.errors import InputError, PaperchatError
 from rag.index.catalog import PaperQuery, find_papers
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain, resolve_mode
+from rag.resources import sample_dir
 from rag.runtime import Runtime
 from ui import render, services
 from ui.assets import CSS, LATEX_DELIMITERS, PAGE_JS
@@ -28,7 +29,7 @@ from ui.safe import inline
 
 log = logging.getLogger(__name__)
 
-SAMPLE_DIR = Path(__file__).resolve().parents[1] / "data" / "sample"
+SAMPLE_DIR = sample_dir()  # bundled with the package: ingested by `serve` into an empty store
 LIBRARY_LIMIT = 500
 
 
