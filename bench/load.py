@@ -26,7 +26,6 @@ import os
 import random
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,6 +36,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.servers import free_port
+
 log = logging.getLogger("bench.load")
 ROOT = Path(__file__).resolve().parents[1]
 SEED_SET = ROOT / "evals" / "sets" / "seed.jsonl"
@@ -44,12 +45,6 @@ SAMPLE = sorted((ROOT / "data" / "sample").glob("*.txt"))
 DEFAULT_OUT = ROOT / "reports" / "load.json"
 ASK, NEW = "/ask", "/new_conversation"  # Gradio's names for ui.app's `ask` (question.submit) and reset handlers
 QUESTION_TIMEOUT_S = 180.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def conversations(path: Path = SEED_SET) -> list[dict[str, Any]]:

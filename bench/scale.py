@@ -31,7 +31,6 @@ import random
 import re
 import resource
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -43,6 +42,7 @@ from typing import Any
 
 from bench import synth
 from bench.report import DOC, machine, update_section
+from bench.servers import ChromaServer
 
 log = logging.getLogger("bench.scale")
 
@@ -420,47 +420,9 @@ def cold_starts(home: Path, qs: list[str], workdir: Path, env: dict[str, str] | 
     return {"runs_s": walls, "median_s": round(statistics.median(walls), 2), "peak_rss_mb": round(rss)}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ChromaServer:
-    """``chroma run`` over an existing store folder on 127.0.0.1; always stopped on exit."""
-
-    def __init__(self, path: Path, log_path: Path) -> None:
-        self.path, self.log_path, self.port = path, log_path, free_port()
-        self.proc: subprocess.Popen | None = None
-
-    def __enter__(self) -> ChromaServer:
-        self.proc = start([str(BIN / "chroma"), "run", "--path", str(self.path), "--host", "127.0.0.1",
-                           "--port", str(self.port)], None, self.log_path, {"ANONYMIZED_TELEMETRY": "False"})
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return self
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise SystemExit(f"chroma run exited: {self.log_path.read_text()[-2000:]}") from None
-                time.sleep(0.3)
-        self.__exit__()
-        raise SystemExit("chroma run did not start within 120 s")
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 def server_run(n: int, home: Path, qs: dict[str, list[str]], workdir: Path, clients: int) -> dict[str, Any]:
     """The embedded store served by ``chroma run``; ``clients`` ask processes + one serving process at once."""
-    with ChromaServer(home / "chroma", workdir / "chroma-server.log") as srv:
+    with ChromaServer(home / "chroma", log_path=workdir / "chroma-server.log") as srv:
         env = {"PAPERCHAT_STORE__MODE": "server", "PAPERCHAT_STORE__HOST": "127.0.0.1",
                "PAPERCHAT_STORE__PORT": str(srv.port)}
         # The first server-mode process builds the lexical index for this store location; the rest load it.

@@ -1,34 +1,43 @@
-"""Shared fixtures: isolated PAPERCHAT_HOME per test, one loaded embedding model per session,
-and a real `chroma run` server on 127.0.0.1 for the server-mode tests."""
+"""Shared fixtures: an environment free of the developer's PAPERCHAT_* settings, an isolated PAPERCHAT_HOME
+per test, one loaded embedding model per session, the fake OpenAI-compatible server, and a real `chroma run`
+on 127.0.0.1 for the server-mode tests."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from bench.servers import ChromaServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = sorted((ROOT / "data" / "sample").glob("*.txt"))
 SHARED = ROOT.parent / "shared"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def clean_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No PAPERCHAT_* variable, ~/.paperchat/config.toml or ./.env of the developer's reaches any test.
+
+    Session-scoped so that it holds before module- and session-scoped fixtures (the shared model, the
+    stores some modules ingest once) read their settings, not only inside each test."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
+            mp.delenv(key)
+        mp.setenv("PAPERCHAT_HOME", str(tmp_path_factory.mktemp("session-home")))
+        mp.chdir(tmp_path_factory.mktemp("session-cwd"))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def paperchat_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own home; a developer's ~/.paperchat is never touched."""
-    for key in list(os.environ):
-        if key.startswith("PAPERCHAT_"):
-            monkeypatch.delenv(key)
+    """Every test gets its own home and an empty working directory; whatever it sets is undone after it."""
     home = tmp_path / "home"
     monkeypatch.setenv("PAPERCHAT_HOME", str(home))
-    monkeypatch.chdir(tmp_path)  # no stray .env from the repo
+    monkeypatch.chdir(tmp_path)
     return home
 
 
@@ -80,45 +89,12 @@ def srv(server):
     return server
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def paperchat_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "rag.cli", *args]
 
 
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """A real `chroma run` on 127.0.0.1, started for the session and stopped afterwards."""
-    exe = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
-    if not exe:
-        pytest.fail("the chroma CLI is not installed (it comes with chromadb)")
-    port = free_port()
-    data = tmp_path_factory.mktemp("chroma-server")
-    log = open(data / "server.log", "w")
-    proc = subprocess.Popen([exe, "run", "--path", str(data / "db"), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-                            start_new_session=True)  # its own process group, so every child stops with it
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail(f"chroma run exited: {(data / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.2)
-    else:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.fail("chroma run did not start within 60 s")
-    yield port
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    log.close()
+    """The port of a real `chroma run` on 127.0.0.1, started for the session and stopped afterwards."""
+    with ChromaServer(tmp_path_factory.mktemp("chroma-server") / "db", ready_timeout_s=60) as server:
+        yield server.port

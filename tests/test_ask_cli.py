@@ -28,15 +28,11 @@ KEYS = {"question", "standalone_question", "answer", "answerable", "mode", "filt
 def home(embedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Half the sample corpus, ingested in-process with the session's model (no extra model load)."""
     home = tmp_path_factory.mktemp("ask-home")
-    mp = pytest.MonkeyPatch()
-    for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
-        mp.delenv(key)
     rt = Runtime(get_settings(home=home), _embedder=embedder)
     try:
         assert rt.ingestor(progress=False).ingest([EPPO_FILE]).added == 20
     finally:
         rt.close()
-        mp.undo()
     return home
 
 
@@ -50,10 +46,9 @@ def eppo_id(home: Path, embedder) -> str:
 
 
 def ask(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCHAT_")}
     # One OpenMP thread: the child's few small embeddings are much faster when other processes share the CPUs.
     return subprocess.run(paperchat_cmd("ask", *args), capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env={**clean, "PAPERCHAT_HOME": str(home), "OMP_NUM_THREADS": "1", **(env or {})})
+                          env={**os.environ, "PAPERCHAT_HOME": str(home), "OMP_NUM_THREADS": "1", **(env or {})})
 
 
 def lines(out: subprocess.CompletedProcess[str]) -> list[dict]:

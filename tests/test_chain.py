@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,22 +35,16 @@ def rt(embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     import torch
 
     home = tmp_path_factory.mktemp("chain-home")
-    mp = pytest.MonkeyPatch()
-    for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
-        mp.delenv(key)
-    mp.setenv("PAPERCHAT_HOME", str(home))
-    mp.chdir(home)
     # One intra-op thread: single-question embeddings are several times faster when other processes share
     # the CPUs (two spinning OpenMP threads fight over two cores); restored afterwards.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    runtime = Runtime(get_settings(), _embedder=embedder)
+    runtime = Runtime(get_settings(home=home), _embedder=embedder)
     report = runtime.ingestor(progress=False).ingest(SAMPLE)
     assert report.added == 40
     yield runtime
     runtime.close()
     torch.set_num_threads(threads)
-    mp.undo()
 
 
 @pytest.fixture(scope="module")

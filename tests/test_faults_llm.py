@@ -5,7 +5,6 @@ message, keep what was streamed (flagged incomplete), and leave the next questio
 from __future__ import annotations
 
 import html
-import os
 import re
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE, free_port
+from conftest import SAMPLE
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -22,6 +21,7 @@ if str(ROOT) not in sys.path:
 
 from conftest import STUB_KEY as KEY  # noqa: E402
 
+from bench.servers import free_port  # noqa: E402
 from rag.answer import Answer  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import UpstreamError  # noqa: E402
@@ -47,17 +47,10 @@ def cite_eppo(body: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def rt(embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
-    home = tmp_path_factory.mktemp("faults-llm-home")
-    mp = pytest.MonkeyPatch()
-    for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
-        mp.delenv(key)
-    mp.setenv("PAPERCHAT_HOME", str(home))
-    mp.chdir(home)
-    runtime = Runtime(get_settings(), _embedder=embedder)
+    runtime = Runtime(get_settings(home=tmp_path_factory.mktemp("faults-llm-home")), _embedder=embedder)
     assert runtime.ingestor(progress=False).ingest([EPPO_FILE]).added > 0
     yield runtime
     runtime.close()
-    mp.undo()
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import html
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE, free_port
+from conftest import SAMPLE
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.servers import ChromaServer, free_port  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import UpstreamError  # noqa: E402
 from rag.index.store import ChromaStore  # noqa: E402
@@ -32,62 +30,11 @@ EPPO_FILE = next(p for p in SAMPLE if p.name.startswith("003_"))
 QUESTION = "What does the EPPO algorithm penalize when training reward models for RLHF?"
 
 
-class ChromaServer:
-    """One `chroma run` on 127.0.0.1 that a test can stop and start again on the same path and port."""
-
-    def __init__(self, path: Path, port: int) -> None:
-        self.path, self.port = path, port
-        self.proc: subprocess.Popen[bytes] | None = None
-        exe = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
-        assert exe, "the chroma CLI is not installed (it comes with chromadb)"
-        self.exe = exe
-
-    def start(self) -> ChromaServer:
-        log = open(self.path.parent / "server.log", "ab")
-        self.proc = subprocess.Popen([self.exe, "run", "--path", str(self.path), "--host", "127.0.0.1", "--port",
-                                      str(self.port)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                     env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
-        log.close()
-        deadline = time.monotonic() + 60
-        while not self.listening():
-            assert self.proc.poll() is None, (self.path.parent / "server.log").read_text()[-2000:]
-            assert time.monotonic() < deadline, "chroma run did not start within 60 s"
-            time.sleep(0.2)
-        return self
-
-    def stop(self) -> None:
-        """Stop the server and everything it started; return once the port is closed."""
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=15)
-        except ProcessLookupError:
-            pass
-        self.proc = None
-        deadline = time.monotonic() + 15
-        while self.listening():
-            assert time.monotonic() < deadline, "the chroma server's port is still open"
-            time.sleep(0.1)
-
-    def listening(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                return True
-        except OSError:
-            return False
-
-
 @pytest.fixture
 def chroma(tmp_path: Path) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path / "chroma-db", free_port()).start()
-    try:
+    """A server of this test's own: the tests stop it and start it again on the same path and port."""
+    with ChromaServer(tmp_path / "chroma-db", ready_timeout_s=60) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def plain(message: str) -> str:

@@ -4,7 +4,6 @@ built once). Each ends in an ``Answer`` or a ``PaperchatError`` with a one-line 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,12 +40,7 @@ def chain(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[A
     from rag.runtime import Runtime
 
     home = tmp_path_factory.mktemp("fuzz-question-home")
-    with pytest.MonkeyPatch.context() as mp:
-        for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
-            mp.delenv(key)
-        mp.chdir(home)
-        settings_ = get_settings(home=home, limits={"question_chars": 500})
-    rt = Runtime(settings_, _embedder=embedder)
+    rt = Runtime(get_settings(home=home, limits={"question_chars": 500}), _embedder=embedder)
     try:
         assert rt.ingestor(progress=False).ingest(SAMPLE[-1:]).added == 20
         yield AnswerChain(rt)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ if str(ROOT) not in sys.path:
 
 from conftest import STUB_KEY as KEY  # noqa: E402
 
+from bench.servers import free_port  # noqa: E402
 from rag import tokens  # noqa: E402
 from rag.config import LLMSettings  # noqa: E402
 from rag.errors import ConfigError, UpstreamError  # noqa: E402
@@ -204,9 +204,7 @@ def test_a_slow_stream_stops_at_the_time_budget(srv, sample_hits) -> None:
 
 
 def test_connection_refused_is_an_immediate_clear_error(sample_hits) -> None:
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nothing listens on it
     gen = LLMGenerator(LLMSettings(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, model="stub-model",
                                    max_retries=3, timeout_s=5))
     t0 = time.monotonic()

@@ -9,9 +9,7 @@ tests), so it is not part of the guarantee.
 
 from __future__ import annotations
 
-import inspect
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,8 +34,7 @@ from tests.conftest import SAMPLE
 CASES = build_cases()
 TUNED = [c for c in CASES if c.kind == "abstract" and not c.held_out]
 QUESTIONS = [c for c in CASES if c.kind == "question"]
-# Written blind (committed before the detector was read), then used to generalise it: a regression set now, no
-# longer held out.
+# A regression set, not a held-out measure: written without reading the detector, which was then generalised on it.
 BLIND = build_extra_cases(load_templates(Path(__file__).parent / "fixtures" / "injections_blind.jsonl"), "blind")
 REFS_PAPER = {"title": "NumbatNet for desert rainfall nowcasting", "authors": ["Ann Lee"], "year": 2023,
               "abstract": "We introduce NumbatNet, a nowcasting model for desert rainfall. Unlike the kernels of [2], "
@@ -53,11 +50,7 @@ def _hostile_store(home: Path, embedder: Any, papers: list[dict[str, Any]]) -> I
     from tests.fakes.openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer(model="stub-model", responder=compromised_model) as llm:
-        with pytest.MonkeyPatch.context() as mp:
-            for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
-                mp.delenv(key)
-            mp.chdir(home)
-            settings = get_settings(home=home, llm={"base_url": llm.base_url, "model": "stub-model"})
+        settings = get_settings(home=home, llm={"base_url": llm.base_url, "model": "stub-model"})
         rt = Runtime(settings, _embedder=embedder)
         try:
             hostile = home / "hostile.json"
@@ -123,14 +116,6 @@ def test_question_injections_extractive(setup: dict[str, Any], capsys: pytest.Ca
     _report(capsys, "question injections, extractive", outcomes)
 
 
-def _guard_wired() -> bool:
-    import rag.qa.chain
-
-    return "guard_" in inspect.getsource(rag.qa.chain)
-
-
-@pytest.mark.xfail(condition=not _guard_wired(), strict=True,
-                   reason="rag/qa/chain.py does not pass model output through the injection guard yet (issue 7 report)")
 def test_question_injections_llm_with_a_compromised_model(setup: dict[str, Any],
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     outcomes = run(setup["chain"], QUESTIONS, "llm", setup["known"]) + run(

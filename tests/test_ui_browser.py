@@ -5,7 +5,6 @@ tests/artifacts/ (not committed)."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,8 @@ from typing import Any
 import bibtexparser
 import pytest
 
-from tests.conftest import ROOT, free_port
+from bench.servers import free_port
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -78,11 +78,7 @@ def app_server(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Itera
     from ui.services import ensure_sample
 
     home = tmp_path_factory.mktemp("ui-home")
-    with pytest.MonkeyPatch.context() as mp:  # a developer's PAPERCHAT_* or .env must not leak in
-        for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
-            mp.delenv(key)
-        mp.chdir(home)
-        settings = Settings(home=home, ui={"stream_delay_ms": 150})
+    settings = Settings(home=home, ui={"stream_delay_ms": 150})
     runtime = Runtime(settings, _embedder=embedder)
     ensure_sample(runtime, SAMPLE_DIR)
     hostile = home / "hostile.json"

@@ -4,13 +4,12 @@ once finished. Nothing may run, load or link out. Reuses the checks of tests/tes
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.conftest import free_port
+from bench.servers import free_port
 from tests.test_ui_browser import ARTIFACTS, CHROMIUM, EVIL, ask, assert_inert, debian_chromium, shot
 
 pytestmark = pytest.mark.browser
@@ -39,12 +38,7 @@ def hostile_llm_app(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> 
     home = tmp_path_factory.mktemp("hostile-llm-home")
     with FakeOpenAIServer(model="stub-model", api_key="sk-test", default_reply=HOSTILE_REPLY,
                           chunk_delay=0.01) as llm:
-        with pytest.MonkeyPatch.context() as mp:
-            for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
-                mp.delenv(key)
-            mp.chdir(home)
-            settings = Settings(home=home, llm={"base_url": llm.base_url, "api_key": "sk-test",
-                                                "model": "stub-model"})
+        settings = Settings(home=home, llm={"base_url": llm.base_url, "api_key": "sk-test", "model": "stub-model"})
         runtime = Runtime(settings, _embedder=embedder)
         app = None
         try:
