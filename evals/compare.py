@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evals.report import STATUS, headline
+from evals.report import STATUS
 
 
 def _flat(report: dict[str, Any]) -> dict[str, float]:
@@ -80,7 +80,3 @@ def to_markdown(c: dict[str, Any]) -> str:
         if c[side]:
             lines += ["", f"Cases {side.replace('_', ' ')}: {', '.join(c[side])}"]
     return "\n".join(lines) + "\n"
-
-
-def summary_line(report: dict[str, Any]) -> str:
-    return " · ".join(f"{n} {v}" for n, v in headline(report)[:3])

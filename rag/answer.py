@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -78,10 +77,6 @@ class Answer:
             "timings": {k: round(float(v), 2) for k, v in self.timings.items()},
             "warnings": list(self.warnings),
         }
-
-    def to_json(self) -> str:
-        """One line of JSON (``to_dict`` serialised)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @property
     def cited_ids(self) -> list[str]:

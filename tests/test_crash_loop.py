@@ -1,6 +1,6 @@
 """Kill -9 during ingest, at random moments, then re-run: the store ends exactly as the input says.
 
-The small loop always runs; ``pytest --long`` runs the issue's size (2,000 papers, 20 kills), which
+The small loop always runs; ``pytest --long`` runs the full size (2,000 papers, 20 kills), which
 is also ``python -m bench.crash_loop``. The verifier itself is checked to catch a broken store."""
 
 from __future__ import annotations
@@ -62,12 +62,13 @@ def test_verifier_catches_a_second_version_and_a_stale_lexical_index(tmp_path: P
     assert good["ok"], good["problems"]
     # a second version of one paper (what a crash between "write new" and "delete old" leaves if never repaired)
     rt = make_runtime()
-    row = next(iter(rt.store.iter_chunks(include_embeddings=True)))
-    cid, text, md, emb = row
-    pid = md["paper_id"]
     from rag.index.store import ChunkRow, chunk_id
 
-    rt.store.upsert([ChunkRow(chunk_id(pid, "0" * 16, 0), pid, text, emb,
+    md = next(rt.store.iter_metadata())
+    pid = md["paper_id"]
+    cid = chunk_id(pid, md["content_hash"], md["chunk"])
+    rt.store.upsert([ChunkRow(chunk_id(pid, "0" * 16, 0), pid, rt.store.documents([cid])[cid],
+                              rt.store.vectors([cid])[cid],
                               {**md, "content_hash": "0" * 16, "n_chunks": 1, "chunk": 0})])
     rt.close()
     bad = crash_loop.verify(home, expected, {}, "base")

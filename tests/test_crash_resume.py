@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SAMPLE, SHARED, paperchat_cmd
 
+from tests.helpers import store_problems
+
 NIPS13 = SHARED / "datasets" / "nips-2013-2015" / "NIPS13_paper.csv"
 
 
@@ -59,7 +61,7 @@ def test_killed_ingest_resumes_to_exact_counts(paperchat_home: Path) -> None:
 
     store = ChromaStore(get_settings(), None, None)
     try:
-        assert store.check() == []
+        assert store_problems(store) == []
         assert len(store.paper_ids()) == expected
         lex = LexicalIndex.for_store(get_settings().home, store)
         assert lex._load((store.generation, store.count_chunks())) and len(lex) == expected

@@ -28,7 +28,6 @@ from tests.fakes.openai_server import (  # noqa: E402
     FakeOpenAIServer,
     count_tokens,
     fake_embedding,
-    openai_server_fixture,
     split_into_pieces,
 )
 
@@ -40,7 +39,12 @@ MESSAGES = [
     {"role": "user", "content": "What do transformers use?"},
 ]
 
-srv = openai_server_fixture(model=MODEL, api_key=API_KEY)
+
+@pytest.fixture
+def srv() -> Iterator[FakeOpenAIServer]:
+    """A fresh server per test: tests here change its responder and settings, not only its queues."""
+    with FakeOpenAIServer(model=MODEL, api_key=API_KEY) as server:
+        yield server
 
 
 # One connection pool for all openai clients here: each new client would build an SSL context (~40 ms).

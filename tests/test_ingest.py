@@ -11,6 +11,7 @@ from conftest import SAMPLE
 
 from rag.errors import ConfigError
 from rag.records import Paper
+from tests.helpers import chunk_ids, store_problems
 
 
 def test_sample_listings_store_40_papers_and_rerun_embeds_nothing(make_runtime) -> None:
@@ -23,7 +24,7 @@ def test_sample_listings_store_40_papers_and_rerun_embeds_nothing(make_runtime) 
     again = rt.ingestor(progress=False).ingest(SAMPLE)
     assert (again.added, again.updated, again.unchanged, again.embedded_chunks) == (0, 0, 40, 0)
     assert rt.store.count_chunks() == chunks
-    assert rt.store.check() == []
+    assert store_problems(rt.store) == []
 
 
 def test_every_chunk_carries_paper_metadata_for_filtering(make_runtime) -> None:
@@ -31,8 +32,10 @@ def test_every_chunk_carries_paper_metadata_for_filtering(make_runtime) -> None:
     rt.ingestor(progress=False).ingest(SAMPLE)
     rows = rt.store.papers(where={"author_keys": {"$contains": "kolter"}})
     assert len(rows) == 1 and "Zico Kolter" in rows[0]["authors"]
-    for _, text, md, _ in rt.store.iter_chunks():
-        assert md["paper_id"] and md["label"] and text
+    texts = rt.store.documents(chunk_ids(rt.store))
+    assert len(texts) == rt.store.count_chunks() and all(texts.values())
+    for md in rt.store.iter_metadata():
+        assert md["paper_id"] and md["label"]
         assert md["n_chunks"] >= 1
 
 
@@ -46,10 +49,22 @@ def test_changed_record_is_updated_in_place(make_runtime, tmp_path: Path) -> Non
     assert (report.added, report.updated) == (0, 1)
     rows = rt.store.papers()
     assert [r["title"] for r in rows] == ["New title"]
-    assert rt.store.check() == []
-    texts = [t for _, t, _, _ in rt.store.iter_chunks()]
+    assert store_problems(rt.store) == []
+    texts = list(rt.store.documents(chunk_ids(rt.store)).values())
     assert all("BarNet" in t for t in texts) and not any("FooNet" in t for t in texts)
 
+
+def test_the_store_oracle_reports_a_second_version_and_a_missing_chunk(make_runtime) -> None:
+    from rag.index.store import ChunkRow, chunk_id
+
+    rt = make_runtime()
+    rt.ingestor(progress=False).ingest_papers([Paper(id="h:1", title="T", abstract="We propose FooNet. It is fast.")])
+    assert store_problems(rt.store) == []
+    md = next(rt.store.iter_metadata())
+    cid = chunk_id("h:1", md["content_hash"], md["chunk"])
+    stray = {**md, "content_hash": "0" * 16, "n_chunks": 2, "chunk": 0}
+    rt.store.upsert([ChunkRow(chunk_id("h:1", "0" * 16, 0), "h:1", "FooNet.", rt.store.vectors([cid])[cid], stray)])
+    assert store_problems(rt.store) == ["h:1: 2 versions stored", f"h:1#{'0' * 16}: 1 of 2 chunks"]
 
 def test_the_same_paper_twice_is_stored_once(make_runtime, tmp_path: Path) -> None:
     rt = make_runtime()

@@ -14,6 +14,7 @@ from rag.analysis import analyze
 from rag.index.catalog import PaperQuery
 from rag.index.lexical import paper_text
 from rag.qa.retrieval import rrf
+from tests.helpers import chunk_ids
 
 
 @pytest.fixture
@@ -24,14 +25,17 @@ def sample_rt(make_runtime):
 
 
 def test_chroma_top_k_matches_brute_force_cosine(sample_rt) -> None:
-    rows = list(sample_rt.store.iter_chunks(include_embeddings=True))
-    ids = [r[0] for r in rows]
-    matrix = np.stack([np.asarray(r[3], dtype=np.float32) for r in rows])
+    vectors = sample_rt.store.vectors(chunk_ids(sample_rt.store))
+    ids = list(vectors)
+    matrix = np.stack([vectors[i] for i in ids])
     for q in ["reward hacking in RLHF", "federated learning with heterogeneous clients", "weather forecasting"]:
         v = sample_rt.embedder.embed([q])[0]
-        oracle = [ids[i] for i in np.argsort(-(matrix @ v))[:10]]
-        got = [h.chunk_id for h in sample_rt.store.query(v, 10)]
-        assert got == oracle
+        cosine = matrix @ v
+        oracle = [ids[i] for i in np.argsort(-cosine)[:10]]
+        got = sample_rt.store.nearest(v, 10)
+        assert [cid for cid, _, _ in got] == oracle
+        assert [pid for _, pid, _ in got] == [cid.rsplit("#", 2)[0] for cid in oracle]
+        assert [score for _, _, score in got] == pytest.approx(sorted(cosine, reverse=True)[:10], abs=1e-4)
 
 
 def test_bm25_scores_match_the_lucene_formula(sample_rt) -> None:

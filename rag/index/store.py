@@ -45,15 +45,6 @@ class ChunkRow:
     metadata: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Hit:
-    chunk_id: str
-    paper_id: str
-    score: float  # cosine similarity
-    text: str
-    metadata: dict[str, Any]
-
-
 class _EmptyCollection:
     """Stands in for a collection that does not exist yet, for read-only opens."""
 
@@ -366,20 +357,6 @@ class ChromaStore:
             offset += _GET_PAGE
 
     @_guarded
-    def iter_chunks(self, include_embeddings: bool = False) -> Iterator[tuple[str, str, dict[str, Any], Any]]:
-        """(chunk id, text, metadata, embedding or None) for every chunk, paged."""
-        include = ["documents", "metadatas"] + (["embeddings"] if include_embeddings else [])
-        offset = 0
-        while True:
-            res = self.collection.get(include=include, limit=_GET_PAGE, offset=offset)
-            embs = res.get("embeddings") if include_embeddings else None
-            for j, cid in enumerate(res["ids"]):
-                yield cid, res["documents"][j], res["metadatas"][j], (embs[j] if embs is not None else None)
-            if len(res["ids"]) < _GET_PAGE:
-                return
-            offset += _GET_PAGE
-
-    @_guarded
     def papers(self, paper_ids: Sequence[str] | None = None,
                where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Paper metadata (chunk 0 rows) by ids and/or a metadata filter."""
@@ -430,30 +407,3 @@ class ChromaStore:
             return {}
         res = self.collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["embeddings"])
         return {cid: np.asarray(v, dtype=np.float32) for cid, v in zip(res["ids"], res["embeddings"], strict=True)}
-
-    @_guarded
-    def query(self, embedding: np.ndarray, n: int, where: dict[str, Any] | None = None) -> list[Hit]:
-        if n <= 0:
-            return []
-        res = self.collection.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)],
-                                    n_results=n, where=where,
-                                    include=["documents", "metadatas", "distances"])
-        return [Hit(cid, md["paper_id"], 1.0 - float(d), doc, md)
-                for cid, doc, md, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0],
-                                           res["distances"][0])]
-
-    @_guarded
-    def check(self) -> list[str]:
-        """Consistency problems: papers with several versions, incomplete versions, stray chunks."""
-        versions: dict[str, dict[str, list[int]]] = defaultdict(dict)
-        for md in self.iter_metadata():
-            slot = versions[md["paper_id"]].setdefault(md["content_hash"], [0, int(md["n_chunks"])])
-            slot[0] += 1
-        problems = []
-        for pid, hs in versions.items():
-            if len(hs) > 1:
-                problems.append(f"{pid}: {len(hs)} versions stored")
-            for h, (have, want) in hs.items():
-                if have != want:
-                    problems.append(f"{pid}#{h}: {have} of {want} chunks")
-        return problems

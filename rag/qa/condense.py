@@ -25,7 +25,7 @@ from rag.qa.prompts import CONDENSE_SYSTEM, CONDENSE_TEMPLATE
 
 log = logging.getLogger(__name__)
 
-Turn = Answer | tuple[str, Answer]
+Turn = Answer  # an earlier turn of the conversation: its Answer carries the question, citations and papers
 
 _PRONOUN = re.compile(r"\b(it|its|itself|they|them|their|theirs|themselves|he|she|his|her|hers|this|these|those|"
                       r"former|latter)\b", re.I)

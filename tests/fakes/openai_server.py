@@ -75,7 +75,7 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -90,7 +90,6 @@ __all__ = [
     "RecordedRequest",
     "count_tokens",
     "fake_embedding",
-    "openai_server_fixture",
     "split_into_pieces",
 ]
 
@@ -949,21 +948,6 @@ class FakeOpenAIServer:
 def _format_seconds(value: float) -> str:
     value = float(value)
     return str(int(value)) if value.is_integer() else repr(value)
-
-
-def openai_server_fixture(*, scope: str = "function", **kwargs: Any) -> Any:
-    """Build a pytest fixture yielding a started ``FakeOpenAIServer(**kwargs)``.
-
-    In a test module or conftest: ``fake_openai = openai_server_fixture(model="stub-model")``.
-    """
-    import pytest
-
-    @pytest.fixture(scope=scope)
-    def _fake_openai_server() -> Iterator[FakeOpenAIServer]:
-        with FakeOpenAIServer(**kwargs) as server:
-            yield server
-
-    return _fake_openai_server
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,32 @@
+"""Store oracles the tests share, read through the same store calls the product makes.
+
+The product never lists every chunk, so these rebuild chunk ids from the metadata that ingest writes
+(``paper_id``, ``content_hash``, ``chunk``) and that the lexical index and the catalog read back.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rag.index.store import ChromaStore, chunk_id
+
+
+def chunk_ids(store: ChromaStore) -> list[str]:
+    """The id of every stored chunk."""
+    return [chunk_id(md["paper_id"], md["content_hash"], int(md["chunk"])) for md in store.iter_metadata()]
+
+
+def store_problems(store: ChromaStore) -> list[str]:
+    """What a consistent store never holds: a paper stored in several versions, or a version missing chunks."""
+    versions: dict[str, dict[str, list[int]]] = defaultdict(dict)
+    for md in store.iter_metadata():
+        have_want = versions[md["paper_id"]].setdefault(md["content_hash"], [0, int(md["n_chunks"])])
+        have_want[0] += 1
+    problems = []
+    for pid, hashes in versions.items():
+        if len(hashes) > 1:
+            problems.append(f"{pid}: {len(hashes)} versions stored")
+        for h, (have, want) in hashes.items():
+            if have != want:
+                problems.append(f"{pid}#{h}: {have} of {want} chunks")
+    return problems
