@@ -76,7 +76,6 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     import logging
-    import subprocess
     import time
     from datetime import UTC, datetime
 
@@ -136,11 +135,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             result = _run(rt, cases, mode, args.k, judge)
         finally:
             rt.close()
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).resolve().parent, timeout=5).stdout.strip() or None
-    except OSError:
-        commit = None
+    commit = _checkout_commit()
     result["meta"] = {
         "set": str(set_path), "set_name": set_path.stem, "mode": mode, "k": args.k or settings.retrieval.k,
         "cases": len(cases), "corpus": [str(p) for p in corpus] if corpus else "current store",
@@ -166,6 +161,23 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     if thresholds is not None and not args.json:
         print("eval gate passed")
     return 0
+
+
+def _checkout_commit() -> str | None:
+    """The commit of the git checkout paperchat runs from, or None for an installed package: a virtualenv
+    inside some other repository must not lend that repository's commit to the report."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--show-toplevel", "--short", "HEAD"], capture_output=True,
+                             text=True, cwd=root, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != root:
+        return None
+    return lines[1]
 
 
 def _run(rt: Any, cases: Any, mode: str, k: int | None, judge: Any) -> dict[str, Any]:
