@@ -23,7 +23,7 @@ from rag.answer import Answer  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import BudgetExceeded, ConfigError, InputError  # noqa: E402
 from rag.index.catalog import PaperQuery  # noqa: E402
-from rag.qa.chain import AnswerChain, Conversation  # noqa: E402
+from rag.qa.chain import AnswerChain, Conversation, TurnState  # noqa: E402
 from rag.qa.prompts import CANNOT_ANSWER, SOURCES_OPEN, SYSTEM_PROMPT  # noqa: E402
 from rag.runtime import Runtime  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
@@ -135,6 +135,48 @@ def test_streaming_matches_ask(chain: AnswerChain) -> None:
     answer = items[-1]
     assert isinstance(answer, Answer) and len(items) > 3
     assert "".join(items[:-1]) == answer.answer  # extractive numbers citations as it goes: nothing to renumber
+
+
+
+def test_ask_gives_the_answer_a_drained_stream_ends_with(chain: AnswerChain) -> None:
+    """One driver: turn by turn (a follow-up and a listing included), ask() and stream() answer alike."""
+    asked, streamed = Conversation(chain), Conversation(chain)
+    for question in ("What is the energy loss phenomenon in RLHF?", "What does it penalize?", "papers by Shiqing Gao"):
+        a = asked.ask(question)
+        items = list(streamed.stream(question))
+        s = items[-1]
+        assert isinstance(s, Answer) and items[:-1] and all(isinstance(i, str) for i in items[:-1])
+        assert list(a.timings) == list(s.timings)  # the same stages timed, in the same order
+        assert {**a.to_dict(), "timings": None} == {**s.to_dict(), "timings": None}
+    assert "EPPO" in asked.turns[1].standalone_question  # the follow-up was condensed with the history
+    assert asked.turns[2].answer.startswith("2 papers match (author: Shiqing Gao)")
+
+
+def test_the_stages_exchange_one_typed_turn_state(chain: AnswerChain) -> None:
+    """The stages, in order, each take and return the TurnState, filling their own fields; run by hand they
+    give what ask() gives."""
+    steps = [*chain.until_text.steps, *chain.after_text.steps]
+    assert [s.name for s in steps] == ["filters", "condense", "retrieve", "generate", "guard", "verify", "answer"]
+    question = "What does EPPO penalize?"
+    state = TurnState(question=question, history=[], k=5, explicit=PaperQuery(author="Yuchun Miao"),
+                      mode="extractive", live=False)
+    for step in steps:
+        if step.name == "verify":  # what the driver does between the halves: produce the guarded text
+            (generation,) = state.output  # not live: the whole generation at once
+            state.generation = generation
+        state = step.invoke(state)
+        assert isinstance(state, TurnState)
+        if step.name == "filters":
+            assert state.filters.author == "Yuchun Miao" and state.condensed is None and not state.hits
+        if step.name == "retrieve":
+            assert state.condensed is not None and state.condensed.standalone == question and len(state.hits) == 1
+        if step.name == "guard":
+            assert state.generation is None  # set up, not produced
+    assert state.answer is not None and state.answer.cited_ids == [state.hits[0].paper_id]
+    expected = chain.ask(question, filters=PaperQuery(author="Yuchun Miao"))
+    assert {**state.answer.to_dict(), "timings": None} == {**expected.to_dict(), "timings": None}
+    assert list(state.timings) == ["condense_ms", *[k for k in expected.timings if k.startswith("retrieve_")],
+                                   "verify_ms", "total_ms"]  # generate_ms is the driver's, which did not run
 
 
 def test_bad_questions(chain: AnswerChain) -> None:

@@ -1,20 +1,31 @@
-"""The answer chain as LangChain runnables: condense → retrieve → generate → verify, producing an ``Answer``.
+"""The answer chain: one conversation turn, from the question as typed to a verified, cited ``Answer``.
 
-``AnswerChain(runtime).ask(question, history=…)`` answers one turn; ``.stream(…)`` yields text pieces
-and then the ``Answer``; ``Conversation`` keeps the turns for multi-turn use. Filters named in the
-question are parsed first (rag.qa.question_filters) and merged with explicit ones; a question that only
-names filters ("papers by X") is answered as a listing of the matching papers.
+A turn passes through seven stages, in this order, each a function ``TurnState → TurnState`` composed as
+LangChain runnables (listed together in ``AnswerChain.__init__``):
+
+    filters   authors, categories and years named in the question (rag.qa.question_filters), merged with
+              the explicit filters; a question that names only filters ("papers by X") becomes a listing
+    condense  a follow-up rewritten as a standalone question (rag.qa.condense)
+    retrieve  the papers for it (rag.qa.retrieval); a follow-up keeps the paper under discussion first
+    generate  answer text with [n] markers, extractive or by an LLM (rag.qa.generate)
+    guard     sentences obeying an instruction planted in a paper or the question dropped (rag.qa.injection)
+    verify    citations checked against the cited abstracts and renumbered (rag.qa.verify)
+    answer    the ``Answer``, with its timings and warnings
+
+``AnswerChain.stream`` is the one driver: it yields the answer text as it is produced, then the ``Answer``;
+``ask`` drains it, so both give the same answer. ``Conversation`` keeps the turns for multi-turn use.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import RunnableLambda, RunnableSequence
 
 from rag.answer import Answer
 from rag.config import Settings
@@ -34,15 +45,68 @@ from rag.qa.condense import (
 from rag.qa.evidence import EvidenceIndex, QuestionScorer, content_terms
 from rag.qa.generate import Generation, GenerationInput, Generator, Mode
 from rag.qa.generate.extractive import ExtractiveGenerator
-from rag.qa.injection import guard_generation, guard_stream
+from rag.qa.injection import guard_stream
 from rag.qa.question_filters import catalog_for, filters_dict, merge_filters, parse_question
 from rag.qa.retrieval import PaperHit, Retriever
-from rag.qa.verify import verify
+from rag.qa.verify import Verified, verify
 from rag.runtime import Runtime
+
+if TYPE_CHECKING:
+    from rag.qa.generate.llm import LLMGenerator
 
 log = logging.getLogger(__name__)
 
-State = dict[str, Any]
+
+@dataclass
+class TurnState:
+    """What the stages of one turn hand each other: the request, then each stage's output, in stage order.
+    A stage fills its own fields and reads only those of the stages before it."""
+
+    # the request
+    question: str  # as asked, within the limits
+    history: list[Answer]  # the conversation's earlier turns
+    k: int  # papers to retrieve
+    explicit: PaperQuery | None  # filters given beside the question (CLI flags, UI controls)
+    mode: Mode
+    live: bool  # the reader watches the text arrive; else the model's reply is requested whole
+    started: float = field(default_factory=time.perf_counter)
+    timings: dict[str, float] = field(default_factory=dict)  # milliseconds per stage, as in Answer.timings
+    warnings: list[str] = field(default_factory=list)  # for the reader, added stage by stage
+    # filters
+    filters: PaperQuery = field(default_factory=PaperQuery)  # the explicit ones merged with those named
+    named_filters: bool = False  # the question itself names filters
+    cleaned: str = ""  # the question without its filter phrases
+    listing: bool = False  # it names only filters: the answer lists the matching papers
+    # condense
+    condensed: Condensed | None = None  # the standalone question, and for a follow-up the papers cited before
+    # retrieve
+    hits: list[PaperHit] = field(default_factory=list)
+    total_matches: int | None = None  # papers matching the filters (listings say "5 of 8")
+    query_vector: np.ndarray | None = None
+    # generate and guard: the answer text as it will be produced (``stream`` runs it), then what it gave
+    output: Iterator[str | Generation] = field(default_factory=lambda: iter(()))
+    generation: Generation | None = None
+    # verify
+    checked: Verified | None = None
+    # answer
+    answer: Answer | None = None
+
+
+Stage = Callable[[TurnState], TurnState]
+
+
+def _stage(fn: Stage) -> RunnableLambda[TurnState, TurnState]:
+    return RunnableLambda(fn, name=fn.__name__.lstrip("_"))
+
+
+def _add_ms(state: TurnState, key: str, t0: float) -> None:
+    """Add the time since ``t0`` to ``state.timings[key]`` (filters and condense share condense_ms)."""
+    state.timings[key] = state.timings.get(key, 0.0) + (time.perf_counter() - t0) * 1000
+
+
+def _whole(generator: Generator, inp: GenerationInput) -> Iterator[Generation]:
+    """The generation as a one-item stream, produced when the driver reaches it (so it is timed there)."""
+    yield generator.generate(inp)
 
 
 class _MemoEmbedder:
@@ -110,110 +174,163 @@ class AnswerChain:
         self.retriever = Retriever(runtime.store, _MemoEmbedder(self.evidence), runtime.lexical,
                                    runtime.settings.retrieval)
         self.extractive = ExtractiveGenerator(self.evidence)
-        self._llm: Any = None
-        self.pipeline: Runnable[State, Answer] = (
-            RunnableLambda(self._condense, name="condense")
-            | RunnableLambda(self._retrieve, name="retrieve")
-            | RunnableLambda(self._generate, name="generate")
-            | RunnableLambda(self._verify, name="verify")
-        )
+        self._llm: LLMGenerator | None = None
+        # The stages of a turn, in order. generate and guard set up the answer text without producing it:
+        # `stream` runs it between the two halves, passing its pieces on as they come.
+        self.until_text: RunnableSequence[TurnState, TurnState] = RunnableSequence(
+            _stage(self._filters), _stage(self._condense), _stage(self._retrieve), _stage(self._generate),
+            _stage(self._guard), name="until_text")
+        self.after_text: RunnableSequence[TurnState, TurnState] = RunnableSequence(
+            _stage(self._verify), _stage(self._answer), name="after_text")
 
     # ---- public API ---------------------------------------------------------------------------
-    def ask(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
-            filters: PaperQuery | None = None, mode: Mode | None = None) -> Answer:
-        """Answer one turn; ``history`` holds the conversation's earlier answers."""
-        return self.pipeline.invoke(self._start(question, history, k, filters, mode))
-
     def stream(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
-               filters: PaperQuery | None = None, mode: Mode | None = None) -> Iterator[str | Answer]:
+               filters: PaperQuery | None = None, mode: Mode | None = None, *,
+               live: bool = True) -> Iterator[str | Answer]:
         """Answer text pieces as they are produced, then the verified ``Answer`` (whose text may differ:
         invalid citations removed, numbers renumbered). When the model's stream breaks off, the ``Answer`` is
-        the verified part received with ``complete=False``; if that part cites nothing, ``UpstreamError``."""
-        state = self._retrieve(self._condense(self._start(question, history, k, filters, mode)))
+        the verified part received with ``complete=False``; if that part cites nothing, ``UpstreamError``.
+
+        ``live=False`` yields the ``Answer`` alone, and a model is asked for its whole reply at once, so a
+        reply cut off midway is retried instead of kept (``ask``)."""
+        state = self.until_text.invoke(self._start(question, history, k, filters, mode, live))
         t0 = time.perf_counter()
-        gen: Generation | None = None
-        inp = self._generation_input(state)
-        for item in guard_stream(self.generator(state["mode"]).stream(inp), inp.hits, state["question"]):
+        for item in state.output:
             if isinstance(item, Generation):
-                gen = item
+                state.generation = item
             else:
                 yield item
-        assert gen is not None
-        state["generation"] = gen
-        state["timings"]["generate_ms"] = (time.perf_counter() - t0) * 1000
-        yield self._verify(state)
+        _add_ms(state, "generate_ms", t0)
+        answer = self.after_text.invoke(state).answer
+        assert answer is not None
+        yield answer
+
+    def ask(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
+            filters: PaperQuery | None = None, mode: Mode | None = None) -> Answer:
+        """Answer one turn; ``history`` holds the conversation's earlier answers. The same driver as
+        ``stream``, drained: only how the model's reply arrives differs."""
+        *_, answer = self.stream(question, history, k, filters, mode, live=False)
+        assert isinstance(answer, Answer)
+        return answer
 
     def generator(self, mode: Mode) -> Generator:
         """The generator for a mode (the llm one is built on first use)."""
-        if mode == "extractive":
-            return self.extractive
-        if self._llm is None:
-            from rag.qa.generate.llm import LLMGenerator
-
-            self._llm = LLMGenerator(self.settings.llm, self.settings.limits)
-        return self._llm
+        return self.extractive if mode == "extractive" else self._llm_generator()
 
     def resolve_mode(self, mode: str | None) -> Mode:
         """The requested mode, else llm when an endpoint is configured, else extractive."""
         return resolve_mode(self.settings, mode)
 
-    # ---- stages -------------------------------------------------------------------------------
+    def _llm_generator(self) -> LLMGenerator:
+        if self._llm is None:
+            from rag.qa.generate.llm import LLMGenerator  # the OpenAI client stack loads only for llm mode
+
+            self._llm = LLMGenerator(self.settings.llm, self.settings.limits)
+        return self._llm
+
     def _start(self, question: str, history: Sequence[Turn] | None, k: int | None, filters: PaperQuery | None,
-               mode: str | None) -> State:
+               mode: str | None, live: bool) -> TurnState:
         question = check_question(question, self.settings.limits)
         if k is not None and not 1 <= k <= 50:
             raise InputError(f"k must be between 1 and 50, got {k}")
-        return {"question": question, "history": as_turns(history), "k": k or self.settings.retrieval.k,
-                "explicit": filters, "mode": self.resolve_mode(mode), "timings": {}, "t0": time.perf_counter()}
+        return TurnState(question=question, history=as_turns(history), k=k or self.settings.retrieval.k,
+                         explicit=filters, mode=self.resolve_mode(mode), live=live)
 
-    def _condense(self, state: State) -> State:
+    # ---- stages, in order ---------------------------------------------------------------------
+    def _filters(self, state: TurnState) -> TurnState:
         t0 = time.perf_counter()
-        question, history = state["question"], state["history"]
-        parsed = parse_question(question, catalog_for(self.runtime.lexical, self.runtime.store))
-        filters = merge_filters(parsed.filters, state["explicit"])
-        cleaned = parsed.cleaned
-        listing = not filters.is_empty() and not content_terms(cleaned)
-        # A question naming its own filters ("What has Shiqing Gao worked on?") is short without being a follow-up.
-        follow = not listing and is_follow_up(cleaned, history, allow_short=parsed.filters.is_empty())
-        condensed: Condensed
-        if not follow:
-            condensed = Condensed(question, cleaned)
-        elif state["mode"] == "llm":  # the model sees the question as asked, names and all
-            condensed = llm_condense(question, history, self.generator("llm").chat)  # type: ignore[attr-defined]
-        else:
-            condensed = offline_condense(cleaned, history, follow_up=True)
-        state.update(parsed=parsed, filters=filters, listing=listing, condensed=condensed)
-        state["timings"]["condense_ms"] = (time.perf_counter() - t0) * 1000
+        parsed = parse_question(state.question, catalog_for(self.runtime.lexical, self.runtime.store))
+        state.filters = merge_filters(parsed.filters, state.explicit)
+        state.named_filters = not parsed.filters.is_empty()
+        state.cleaned = parsed.cleaned
+        state.listing = not state.filters.is_empty() and not content_terms(parsed.cleaned)
+        state.warnings += parsed.notes
+        _add_ms(state, "condense_ms", t0)  # reading the question is one figure: its filters, then condensing
         return state
 
-    def _retrieve(self, state: State) -> State:
+    def _condense(self, state: TurnState) -> TurnState:
         t0 = time.perf_counter()
-        filters: PaperQuery = state["filters"]
-        condensed: Condensed = state["condensed"]
-        k = state["k"]
+        # A question naming its own filters ("What has Shiqing Gao worked on?") is short without being a follow-up.
+        follow = not state.listing and is_follow_up(state.cleaned, state.history, allow_short=not state.named_filters)
+        if not follow:
+            state.condensed = Condensed(state.question, state.cleaned)
+        elif state.mode == "llm":  # the model sees the question as asked, names and all
+            state.condensed = llm_condense(state.question, state.history, self._llm_generator().chat)
+        else:
+            state.condensed = offline_condense(state.cleaned, state.history, follow_up=True)
+        state.warnings += state.condensed.warnings
+        _add_ms(state, "condense_ms", t0)
+        return state
+
+    def _retrieve(self, state: TurnState) -> TurnState:
+        t0 = time.perf_counter()
+        condensed = state.condensed
+        assert condensed is not None
         query = condensed.standalone
-        result = self.retriever.search(query, k=k, filters=filters)
+        result = self.retriever.search(query, k=state.k, filters=state.filters)
         hits = result.hits
         if condensed.prefer_ids and hits:
             hits = self._prefer(hits, condensed)
-        state["total_matches"] = None
-        if state["listing"]:
+        if state.listing:
             # Counted from the lexical index's filter fields: a category of a 100k-paper store can match
             # tens of thousands of papers, whose rows are never read just to be counted.
-            allowed = self.retriever.allowed(filters)
-            state["total_matches"] = 0 if allowed is None else len(allowed)
+            allowed = self.retriever.allowed(state.filters)
+            state.total_matches = 0 if allowed is None else len(allowed)
             if not hits and allowed is not None and len(allowed):  # nothing scored (an empty query): list them
-                ids = sorted(self.retriever.lexical.paper_ids[i] for i in allowed)[:k]
+                ids = sorted(self.retriever.lexical.paper_ids[i] for i in allowed)[:state.k]
                 rows = {md["paper_id"]: md for md in self.runtime.store.papers(ids)}
                 hits = [PaperHit(p, 0.0, paper=paper_from_metadata(rows[p])) for p in ids if p in rows]
-        state["hits"] = hits
-        state["query_vector"] = self.evidence.embed([query])[0]
+        state.hits = hits
+        state.query_vector = self.evidence.embed([query])[0]
         for name, ms in result.timings.items():
             if name != "retrieve_ms":
-                state["timings"][f"retrieve_{name}"] = ms
-        state["timings"]["retrieve_ms"] = (time.perf_counter() - t0) * 1000
+                state.timings[f"retrieve_{name}"] = ms
+        _add_ms(state, "retrieve_ms", t0)
         return state
 
+    def _generate(self, state: TurnState) -> TurnState:
+        generator = self.generator(state.mode)
+        inp = self._generation_input(state)
+        state.output = generator.stream(inp) if state.live else _whole(generator, inp)
+        return state
+
+    def _guard(self, state: TurnState) -> TurnState:
+        # Text is held back to sentence ends and a sentence obeying an injection is dropped before it is shown.
+        state.output = guard_stream(state.output, state.hits, state.question)
+        return state
+
+    def _verify(self, state: TurnState) -> TurnState:
+        t0 = time.perf_counter()
+        gen = state.generation
+        assert gen is not None
+        checked = verify(gen, self.evidence)
+        if gen.incomplete and not checked.answerable:
+            # The stream broke before the model cited anything: there is no verified part to show, and the
+            # cannot-answer sentence would blame the papers for an outage.
+            raise UpstreamError(f"{gen.incomplete}, before it cited any paper, so there is nothing verified to "
+                                "show; ask again")
+        state.checked = checked
+        state.warnings += checked.warnings
+        _add_ms(state, "verify_ms", t0)
+        return state
+
+    def _answer(self, state: TurnState) -> TurnState:
+        gen, checked, condensed = state.generation, state.checked, state.condensed
+        assert gen is not None and checked is not None and condensed is not None
+        state.timings["total_ms"] = (time.perf_counter() - state.started) * 1000
+        if not state.hits and not state.filters.is_empty():
+            state.warnings.append(f"no paper matches the filters ({describe_filters(state.filters)})")
+        elif not state.hits and self.runtime.store.count_chunks() == 0:
+            state.warnings.append("the collection is empty: add papers with `paperchat ingest FILE...`")
+        state.answer = Answer(
+            question=state.question, standalone_question=condensed.standalone, answer=checked.text,
+            answerable=checked.answerable, mode=state.mode, filters=filters_dict(state.filters),
+            citations=checked.citations,
+            retrieved=[{"paper_id": h.paper_id, "score": float(h.score)} for h in state.hits],
+            timings=state.timings, warnings=list(dict.fromkeys(state.warnings)), complete=gen.incomplete is None)
+        return state
+
+    # ---- helpers of the stages ----------------------------------------------------------------
     def _prefer(self, hits: list[PaperHit], condensed: Condensed) -> list[PaperHit]:
         """Keep the previously cited paper first unless a candidate fits the follow-up's own words clearly better."""
         evs = self.evidence.papers([h.paper for h in hits])
@@ -225,52 +342,20 @@ class AnswerChain:
         by_id = {h.paper_id: h for h in hits}
         return [by_id[p] for p in order]
 
-    def _generation_input(self, state: State) -> GenerationInput:
-        filters: PaperQuery = state["filters"]
-        condensed: Condensed = state["condensed"]
+    def _generation_input(self, state: TurnState) -> GenerationInput:
+        condensed = state.condensed
+        assert condensed is not None
         # The extractive generator scores sentences against the question without its filter phrases; a
         # model reads the question as asked (or its standalone rewrite).
         question = condensed.standalone
-        if state["mode"] == "llm" and not condensed.follow_up:
-            question = state["question"]
-        return GenerationInput(question, state["hits"], state.get("query_vector"),
+        if state.mode == "llm" and not condensed.follow_up:
+            question = state.question
+        return GenerationInput(question, state.hits, state.query_vector,
                                focus=condensed.question if condensed.follow_up else None,
                                restrict_to=list(condensed.prefer_ids) if condensed.follow_up and is_selection(
                                    condensed.question) else None,
-                               filtered=not filters.is_empty(), listing=state["listing"],
-                               filter_text=describe_filters(filters), total_matches=state.get("total_matches"))
-
-    def _generate(self, state: State) -> State:
-        t0 = time.perf_counter()
-        generation = self.generator(state["mode"]).generate(self._generation_input(state))
-        state["generation"] = guard_generation(generation, state["question"])  # drops obeyed injections
-        state["timings"]["generate_ms"] = (time.perf_counter() - t0) * 1000
-        return state
-
-    def _verify(self, state: State) -> Answer:
-        t0 = time.perf_counter()
-        gen: Generation = state["generation"]
-        checked = verify(gen, self.evidence)
-        if gen.incomplete and not checked.answerable:
-            # The stream broke before the model cited anything: there is no verified part to show, and the
-            # cannot-answer sentence would blame the papers for an outage.
-            raise UpstreamError(f"{gen.incomplete}, before it cited any paper, so there is nothing verified to "
-                                "show; ask again")
-        timings = state["timings"]
-        timings["verify_ms"] = (time.perf_counter() - t0) * 1000
-        timings["total_ms"] = (time.perf_counter() - state["t0"]) * 1000
-        filters: PaperQuery = state["filters"]
-        warnings = state["parsed"].notes + state["condensed"].warnings + checked.warnings
-        if not state["hits"] and not filters.is_empty():
-            warnings.append(f"no paper matches the filters ({describe_filters(filters)})")
-        elif not state["hits"] and self.runtime.store.count_chunks() == 0:
-            warnings.append("the collection is empty: add papers with `paperchat ingest FILE...`")
-        return Answer(
-            question=state["question"], standalone_question=state["condensed"].standalone, answer=checked.text,
-            answerable=checked.answerable, mode=state["mode"], filters=filters_dict(filters),
-            citations=checked.citations,
-            retrieved=[{"paper_id": h.paper_id, "score": float(h.score)} for h in state["hits"]],
-            timings=timings, warnings=list(dict.fromkeys(warnings)), complete=gen.incomplete is None)
+                               filtered=not state.filters.is_empty(), listing=state.listing,
+                               filter_text=describe_filters(state.filters), total_matches=state.total_matches)
 
 
 class Conversation:
