@@ -1,0 +1,1 @@
+"""Answer-quality evaluation: question sets, metrics, the CI gate, reports and the retrieval benchmark."""
