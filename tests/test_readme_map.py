@@ -30,8 +30,8 @@ def test_the_map_follows_the_tree(tmp_path) -> None:
     (tmp_path / "rag" / "__init__.py").write_text('"""The package."""\n', encoding="utf-8")
     (tmp_path / "rag" / "alpha.py").write_text('"""Alpha does one thing.\n\nMore."""\n', encoding="utf-8")
     first = readme_map.make_map(tmp_path)
-    assert "rag/            The package." in first and "rag/alpha.py    Alpha does one thing." in first
+    assert "rag/          The package.\nrag/alpha.py  Alpha does one thing.\n" in first
     (tmp_path / "rag" / "beta.py").write_text('"""Beta."""\n', encoding="utf-8")
     assert "rag/beta.py" in readme_map.make_map(tmp_path)
     (tmp_path / "rag" / "alpha.py").write_text("x = 1\n", encoding="utf-8")
-    assert "rag/alpha.py    (no docstring)" in readme_map.make_map(tmp_path)
+    assert "rag/alpha.py  (no docstring)" in readme_map.make_map(tmp_path)
