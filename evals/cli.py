@@ -26,9 +26,13 @@ def register(sub: Any, commands: dict[str, Any]) -> None:
     ev.add_argument("--out", type=Path, help="report folder (default: eval-reports/<set>-<mode>-<time>)")
     ev.add_argument("--mode", choices=["extractive", "llm"], help="answer mode (default: llm when configured)")
     ev.add_argument("-k", type=int, help="papers per answer (default: retrieval.k)")
-    ev.add_argument("--corpus", nargs="+", type=Path, metavar="FILE",
-                    help="ingest these into a throwaway store and evaluate there (the seed set defaults to "
-                         "the bundled sample corpus); without it other sets run on your store")
+    ev.add_argument("--corpus", nargs="+", metavar="PATH",
+                    help="ingest these (files, folders, globs, @sample) into a throwaway store and evaluate "
+                         "there, instead of the set's own corpus (its <set>.corpus file; the bundled sample "
+                         "for the seed set); a set with neither runs on your store")
+    ev.add_argument("--distractors", nargs="+", metavar="PATH",
+                    help="also ingest these (files, folders, globs, @sample) into the throwaway store beside "
+                         "the set's corpus: papers on neighbouring topics that should not be cited")
     ev.add_argument("--current-store", action="store_true", help="run on your store even for the seed set")
     ev.add_argument("--judge", action="store_true", help="add LLM-judged metrics (needs evals.judge_base_url)")
     ev.add_argument("--check", nargs="?", const="default", metavar="THRESHOLDS",
@@ -81,8 +85,8 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
 
     from evals.compare import compare, to_markdown
     from evals.gate import THRESHOLDS, check, load_thresholds
-    from evals.report import headline, load_report, write_report
-    from evals.sets import SEED, load_set
+    from evals.report import headline, load_report, split_table, write_report
+    from evals.sets import SEED, expand_corpus, load_set, set_corpus
     from rag.errors import InputError
     from rag.resources import sample_corpus
 
@@ -115,9 +119,18 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             raise InputError("--judge needs a judge endpoint: set evals.judge_base_url "
                              "(PAPERCHAT_EVALS__JUDGE_BASE_URL) and evals.judge_model")
         judge = Judge(settings)
-    corpus = args.corpus
-    if corpus is None and set_path.resolve() == SEED.resolve() and not args.current_store:
-        corpus = sample_corpus()
+    corpus: list[Path] | None = expand_corpus(args.corpus) if args.corpus else None
+    if corpus is None and not args.current_store:
+        corpus = set_corpus(set_path)
+        if corpus is None and set_path.resolve() == SEED.resolve():
+            corpus = sample_corpus()
+    distractors = expand_corpus(args.distractors) if args.distractors else []
+    if distractors:
+        if not corpus:
+            raise InputError("--distractors adds papers beside the set's own corpus in a throwaway store, and "
+                             f"{set_path.name} names none: pass --corpus PATH… as well (or write "
+                             f"{set_path.with_suffix('.corpus').name} beside the set)")
+        corpus = corpus + [d for d in distractors if d not in corpus]
     stamp = datetime.now(UTC)
     out = args.out or Path("eval-reports") / f"{set_path.stem}-{mode}-{stamp:%Y%m%d-%H%M%S}"
     t0 = time.perf_counter()
@@ -139,6 +152,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     result["meta"] = {
         "set": str(set_path), "set_name": set_path.stem, "mode": mode, "k": args.k or settings.retrieval.k,
         "cases": len(cases), "corpus": [str(p) for p in corpus] if corpus else "current store",
+        "distractors": [str(p) for p in distractors],
         "when": f"{stamp:%Y-%m-%d %H:%M} UTC", "seconds": round(time.perf_counter() - t0, 1), "commit": commit,
         "command": "paperchat " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["eval"] else "paperchat eval",
         "embeddings": settings.embeddings.model, "judge": settings.evals.judge_model if judge else None,
@@ -146,13 +160,20 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     paths = write_report(result, out)
     failures = check(result, thresholds) if thresholds else []
     if args.json:
-        sys.stdout.write(json.dumps({"summary": result["summary"], "meta": result["meta"],
+        sys.stdout.write(json.dumps({"summary": result["summary"], "splits": result.get("splits"),
+                                     "meta": result["meta"],
                                      "reports": {k: str(v) for k, v in paths.items()},
                                      "gate": None if thresholds is None else {"passed": not failures,
                                                                               "failures": failures}}) + "\n")
     else:
         for name, value in headline(result):
             print(f"{name:>34}: {value}")
+        table = split_table(result)
+        if table:
+            cols, rows = table
+            print(f"{'by split':>34}: " + "".join(f"{c:>16}" for c in cols))
+            for name, *values in rows:
+                print(f"{name:>34}: " + "".join(f"{v:>16}" for v in values))
         print(f"reports: {paths['html']} · {paths['md']} · {paths['json']}")
     if failures:
         logging.getLogger("paperchat").error("eval gate failed (%d):\n%s", len(failures), "\n".join(failures))

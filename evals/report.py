@@ -1,5 +1,6 @@
 """Eval reports: ``report.json`` (everything), ``report.md`` and a self-contained ``report.html``
-(inline CSS and SVG charts, no scripts, no outside requests). Per-question tables list failures first."""
+(inline CSS and SVG charts, no scripts, no outside requests). Per-question tables list failures first; a set
+with dev / test splits also gets every figure per split."""
 
 from __future__ import annotations
 
@@ -46,6 +47,29 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def figures(summary: dict[str, Any]) -> dict[str, str]:
+    """Every headline figure of one summary by a name that does not depend on the counts (for side-by-side
+    columns: the whole set and each split)."""
+    out = {"cases passed": f"{summary['passed']}/{summary['labelled']} ({_pct(summary['pass_rate'])})"}
+    out.update({f"pass rate: {t}": f"{_pct(v['pass_rate'])} ({v['n']})" for t, v in summary["by_type"].items()})
+    out.update({METRIC_NAMES.get(k, k): _pct(v["mean"]) for k, v in summary["metrics"].items()})
+    out.update({k.replace("_", " "): _pct(v) for k, v in summary["answer"].items() if v is not None})
+    total = summary["latency_ms"].get("total_ms")
+    if total:
+        out["latency p50 / p95"] = f"{total['p50']:.0f} / {total['p95']:.0f} ms"
+    return out
+
+
+def split_table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
+    """(column names, rows) of the figures for the whole set and for each split; None without splits."""
+    splits = report.get("splits")
+    if not splits:
+        return None
+    cols = {"all": figures(report["summary"]), **{n: figures(s) for n, s in splits.items()}}
+    names = list(dict.fromkeys(k for f in cols.values() for k in f))
+    return list(cols), [[n, *(f.get(n, "–") for f in cols.values())] for n in names]
+
+
 # ---- Markdown ------------------------------------------------------------------------------------------
 def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -62,6 +86,12 @@ def to_markdown(report: dict[str, Any]) -> str:
              f"commit {m.get('commit') or '?'} · {m['seconds']:.0f} s", "",
              "| metric | value |", "|---|---:|"]
     lines += [f"| {_cell(n)} | {v} |" for n, v in headline(report)]
+    table = split_table(report)
+    if table:
+        cols, rows = table
+        lines += ["", "## By split (tune on dev; test is held out)", "", "| figure | " + " | ".join(cols) + " |",
+                  "|---|" + "---:|" * len(cols)]
+        lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     lines += ["", "## Latency by stage (ms)", "", "| stage | p50 | p95 | max |", "|---|---:|---:|---:|"]
     lines += [f"| {k} | {v['p50']:.1f} | {v['p95']:.1f} | {v['max']:.1f} |" for k, v in s["latency_ms"].items()]
     lines += ["", "## Questions (failures first)", "",
@@ -134,6 +164,13 @@ def to_html(report: dict[str, Any]) -> str:
     head = "".join(f"<tr><td>{esc(n)}</td><td class=num>{esc(v)}</td></tr>" for n, v in headline(report))
     stages = "".join(f"<tr><td>{esc(k)}</td><td class=num>{v['p50']:.1f}</td><td class=num>{v['p95']:.1f}</td>"
                      f"<td class=num>{v['max']:.1f}</td></tr>" for k, v in s["latency_ms"].items())
+    table, by_split = split_table(report), ""
+    if table:
+        cols, srows = table
+        by_split = ("<h2>By split (tune on dev; test is held out)</h2><table><tr><th>figure</th>"
+                    + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
+                    + "".join("<tr><td>" + esc(r[0]) + "</td>" + "".join(f"<td class=num>{esc(c)}</td>" for c in r[1:])
+                              + "</tr>" for r in srows) + "</table>")
     rows = []
     for r in ordered_rows(report["rows"]):
         st = STATUS[r["ok"]]
@@ -154,6 +191,7 @@ commit {esc(m.get('commit') or '?')} · {m['seconds']:.0f} s · embeddings {esc(
 <div class=grid><div><h2>Summary</h2><table>{head}</table></div>
 <div><h2>Pass rate by question type</h2>{svg_bars(types)}<h2>Metrics</h2>{svg_bars(metrics)}
 <h2>Answer latency</h2>{svg_histogram(totals)}</div></div>
+{by_split}
 <h2>Latency by stage (ms)</h2><table><tr><th>stage</th><th>p50</th><th>p95</th><th>max</th></tr>{stages}</table>
 <h2>Questions (failures first)</h2><table><tr><th>status</th><th>id</th><th>type</th><th>question</th><th>why</th>
 <th>cited</th><th>gold</th><th>ms</th><th></th></tr>{''.join(rows)}</table></body></html>

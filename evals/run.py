@@ -3,9 +3,10 @@
 Per case: retrieval (recall@k, MRR@10, nDCG@10 of the gold papers among the retrieved ones), citations
 (validity: citations that point at a retrieved paper, counting those the verifier had to remove;
 precision and recall against gold, ALCE-style; support rate from the
-chain's verifier), answer (fact recall, cannot-answer on out-of-corpus questions, follow-up success),
-latency per stage, and, when a judge is configured, LLM-judged faithfulness, relevance and citation
-support. Pass/fail by type:
+chain's verifier), answer (fact recall, cannot-answer on out-of-corpus questions, follow-up success,
+single-paper answers that cite the gold paper alone), latency per stage, and, when a judge is configured,
+LLM-judged faithfulness, relevance and citation support. Summaries are given over the whole set and,
+when its cases carry a ``split`` (dev / test), for each split apart. Pass/fail by type:
 
 - single: the gold paper is cited first;  multi / author / category / filter: every gold paper is cited;
 - follow-up: the gold paper is retrieved for the last turn;  out-of-corpus: the cannot-answer reply,
@@ -101,9 +102,11 @@ def score_case(case: Case, gold: list[str | None], answer: Answer, labels: dict[
         "labels": {pid: labels.get(pid, pid) for pid in {*answer.cited_ids, *(g for g in gold if g)}},
         "metrics": case_metrics(case, gold, answer),
         "timings": {k: round(float(v), 1) for k, v in answer.timings.items()},
-        "answer": answer.answer[:1200], "standalone": answer.standalone_question,
+        "answer": answer.answer[:1200], "standalone": answer.standalone_question, "filters": answer.filters,
         "warnings": answer.warnings,
     }
+    if case.split:
+        row["split"] = case.split
     if len(case.turns) > 1:
         row["turns"] = case.turns
     if case.facts:
@@ -137,9 +140,12 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ans = [r for r in labelled if r["answerable"]]
     fu = by_type.get("follow-up", [])
     refused_ok = [float(r["refused"] and not r["cited"]) for r in ooc]
+    # Single-paper answers that cite the gold paper and nothing else: a second citation is padding there.
+    single = [r for r in by_type.get("single", []) if r["answerable"] and r["gold"] and r["gold"][0]]
     out["answer"] = {
         "cannot_answer_accuracy": round(mean(refused_ok), 4) if ooc else None,
         "false_refusal_rate": round(mean([float(r["refused"]) for r in ans]), 4) if ans else None,
+        "single_only_gold": round(mean([float(r["cited"] == r["gold"][:1]) for r in single]), 4) if single else None,
         "follow_up_success": round(mean([float(bool(r["ok"])) for r in fu]), 4) if fu else None,
         "follow_up_cited_first": round(mean([float(r.get("cited_first", False)) for r in fu]), 4) if fu else None,
     }
@@ -179,4 +185,12 @@ def run_eval(chain: AnswerChain, cases: list[Case], mode: str = "extractive", k:
         if on_row:
             on_row(row)
         log.info("%s %s %s", case.id, "PASS" if row["ok"] else ("----" if row["ok"] is None else "FAIL"), row["why"])
-    return {"summary": summarise(rows), "rows": rows}
+    return {"summary": summarise(rows), **split_summaries(rows), "rows": rows}
+
+
+def split_summaries(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"splits": {split: summary}}`` when the set has splits (cases without one count as "unsplit"), else {}."""
+    if not any(r.get("split") for r in rows):
+        return {}
+    names = sorted({r.get("split") or "unsplit" for r in rows})
+    return {"splits": {n: summarise([r for r in rows if (r.get("split") or "unsplit") == n]) for n in names}}

@@ -7,14 +7,16 @@ run time, so a set survives a re-ingest that changes ids.
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rag.errors import InputError
-from rag.resources import resource_path
+from rag.resources import resource_path, sample_corpus
 from rag.text import plain_text
 
 SETS_DIR = resource_path("evals", "sets")
@@ -23,7 +25,8 @@ SEED = SETS_DIR / "seed.jsonl"  # written against the bundled sample corpus (rag
 TYPES = ("single", "multi", "author", "category", "filter", "follow-up", "out-of-corpus")
 RULE_KEYS = ("id", "paper_id", "author", "abstract_prefix", "title_contains")
 CASE_KEYS = {"id", "type", "question", "turns", "gold", "facts", "answerable", "needs_review", "note",
-             "flagged_citations", "answer_was"}
+             "flagged_citations", "answer_was", "split"}
+SPLITS = ("dev", "test")  # tune on dev; test is held out and reported apart
 
 
 @dataclass
@@ -37,6 +40,7 @@ class Case:
     facts: list[str] = field(default_factory=list)
     answerable: bool = True
     needs_review: bool = False  # exported from feedback, gold papers not labelled yet
+    split: str | None = None  # "dev" or "test" when the set keeps a held-out part
     line: int = 0
 
     @property
@@ -91,8 +95,10 @@ def parse_case(obj: Any, where: str, line: int = 0) -> Case:
     _require(not (kind == "out-of-corpus" and answerable), "field 'answerable': out-of-corpus cases are false", where)
     needs_review = obj.get("needs_review", False)
     _require(isinstance(needs_review, bool), "field 'needs_review': true or false", where)
+    split = obj.get("split")
+    _require(split is None or split in SPLITS, f"field 'split': {split!r} is not one of {list(SPLITS)}", where)
     return Case(id=cid, type=kind, turns=list(turns), gold=list(gold), facts=list(facts), answerable=answerable,
-                needs_review=needs_review, line=line)
+                needs_review=needs_review, split=split, line=line)
 
 
 def load_set(path: Path) -> list[Case]:
@@ -117,6 +123,52 @@ def load_set(path: Path) -> list[Case]:
     if not cases:
         raise InputError("the question set has no cases", where=str(path))
     return cases
+
+
+# ---- the corpus a set is written against ------------------------------------------------------------
+SAMPLE_ENTRY = "@sample"  # the bundled sample corpus, wherever the package is installed
+
+
+def corpus_file(set_path: Path) -> Path:
+    """Where a set names its own corpus: ``<set>.corpus`` beside the set (``neurips.jsonl`` → ``neurips.corpus``)."""
+    return set_path.with_suffix(".corpus")
+
+
+def set_corpus(set_path: Path) -> list[Path] | None:
+    """The files a set was written against, read from its ``.corpus`` sidecar (None when it has none).
+
+    One entry per line (``#`` starts a comment): a file, a folder (its files) or a glob, relative to the
+    sidecar's folder, or ``@sample``. Datasets outside the package (``../shared``) are named here, not in
+    code, and a missing one is an InputError naming the path."""
+    side = corpus_file(set_path)
+    if not side.is_file():
+        return None
+    entries = [ln.split("#", 1)[0].strip() for ln in side.read_text(encoding="utf-8").splitlines()]
+    entries = [e for e in entries if e]
+    _require(bool(entries), "the corpus file names no file", str(side))
+    return expand_corpus(entries, base=side.parent, named_by=side)
+
+
+def expand_corpus(entries: list[str | Path], base: Path | None = None, named_by: Path | None = None) -> list[Path]:
+    """Files for corpus entries (file, folder, glob or ``@sample``), in order, each once. Relative entries are
+    taken from ``base`` (default: the working directory). An entry that finds no file is an InputError."""
+    out: list[Path] = []
+    for entry in entries:
+        if str(entry) == SAMPLE_ENTRY:
+            found = sample_corpus()
+        else:
+            p = Path(entry)
+            p = Path(os.path.normpath(base / p if base is not None and not p.is_absolute() else p))
+            if any(c in str(p) for c in "*?["):
+                found = sorted(Path(x) for x in glob.glob(str(p)) if Path(x).is_file())
+            elif p.is_dir():  # a folder's papers: package files (__init__.py) and hidden files are not papers
+                found = sorted(x for x in p.iterdir() if x.is_file() and not x.name.startswith((".", "_")))
+            else:
+                found = [p] if p.is_file() else []
+            named = f" (named in {named_by})" if named_by else ""
+            _require(bool(found), f"corpus not found: no file here{named}", str(p))
+        out += [f for f in found if f not in out]
+    return out
 
 
 # ---- gold rules ------------------------------------------------------------------------------------

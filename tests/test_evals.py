@@ -19,12 +19,13 @@ from evals.feedback import export_feedback  # noqa: E402
 from evals.gate import check, load_thresholds  # noqa: E402
 from evals.judge import Judge, parse_verdict  # noqa: E402
 from evals.report import load_report, ordered_rows, write_report  # noqa: E402
-from evals.run import case_metrics, score_case, summarise, verdict  # noqa: E402
-from evals.sets import SEED, Case, load_set, resolve_gold  # noqa: E402
+from evals.run import case_metrics, score_case, split_summaries, summarise, verdict  # noqa: E402
+from evals.sets import SEED, SETS_DIR, Case, expand_corpus, load_set, resolve_gold, set_corpus  # noqa: E402
 from rag.answer import Answer, Citation  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import InputError  # noqa: E402
 from rag.qa.prompts import CANNOT_ANSWER  # noqa: E402
+from rag.resources import sample_corpus  # noqa: E402
 
 
 def cite(n: int, pid: str, supported: bool = True) -> Citation:
@@ -263,3 +264,93 @@ def test_eval_command_writes_reports_and_the_gate_fails_naming_questions(tmp_pat
     cmp = subprocess.run(paperchat_cmd("eval", "--compare", str(out), str(out)), capture_output=True, text=True,
                          timeout=300)
     assert cmp.returncode == 0 and "| pass rate | " in cmp.stdout and "Now failing (were passing): 0" in cmp.stdout
+
+
+# ---- splits ------------------------------------------------------------------------------------------
+def test_split_is_a_checked_field_and_the_neurips_set_carries_it_from_its_ids(tmp_path: Path) -> None:
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"id": "a", "split": "dev", "type": "single", "question": "q"}\n'
+                 '{"id": "b", "type": "single", "question": "q"}\n')
+    assert [c.split for c in load_set(p)] == ["dev", None]
+    p.write_text('{"id": "a", "split": "train", "type": "single", "question": "q"}\n')
+    with pytest.raises(InputError, match="field 'split'"):
+        load_set(p)
+    cases = load_set(SETS_DIR / "neurips.jsonl")
+    assert all(c.split == c.id.split("-")[1] for c in cases)
+    assert sum(c.split == "test" for c in cases) == 66
+
+
+def test_reports_give_every_figure_per_split_and_overall(tmp_path: Path) -> None:
+    dev = Case(id="d1", type="single", turns=["which?"], gold=[{"id": "a"}], split="dev")
+    test = Case(id="t1", type="single", turns=["which?"], gold=[{"id": "a"}], split="test")
+    rows = [score_case(dev, ["a"], answer("x [1]", ["a"], ["a"]), {}),
+            score_case(test, ["a"], answer("x [1] [2]", ["b", "a"], ["b", "a"]), {})]
+    splits = split_summaries(rows)["splits"]
+    assert splits["dev"]["pass_rate"] == 1.0 and splits["test"]["pass_rate"] == 0.0
+    assert splits["dev"]["answer"]["single_only_gold"] == 1.0 and summarise(rows)["answer"]["single_only_gold"] == 0.5
+    assert split_summaries(_rows()) == {}  # a set without splits gets no split section
+    report = {"summary": summarise(rows), **split_summaries(rows), "rows": rows,
+              "meta": {"set_name": "t", "mode": "extractive", "k": 5, "cases": 2, "when": "now", "seconds": 1.0,
+                       "command": "paperchat eval t.jsonl"}}
+    paths = write_report(report, tmp_path / "out")
+    md = paths["md"].read_text()
+    assert "| figure | all | dev | test |" in md
+    assert "| pass rate: single | 50.0% (2) | 100.0% (1) | 0.0% (1) |" in md
+    assert "| single only gold | 50.0% | 100.0% | 0.0% |" in md
+    assert "By split" in paths["html"].read_text()
+    assert load_report(tmp_path / "out")["splits"]["test"]["passed"] == 0
+
+
+# ---- a set's corpus and distractors ------------------------------------------------------------------
+def test_a_set_names_its_corpus_in_a_sidecar_and_a_missing_dataset_names_its_path(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("b.csv", "a.csv", "_skip.csv", ".hidden"):
+        (data / name).write_text("title,abstract\nT,An abstract.\n")
+    sets = tmp_path / "sets"
+    sets.mkdir()
+    (sets / "s.jsonl").write_text('{"id": "a", "type": "single", "question": "q"}\n')
+    assert set_corpus(sets / "s.jsonl") is None  # no sidecar: the set names no corpus
+    (sets / "s.corpus").write_text("# a comment\n../data/*.csv\n../data   # the folder again: nothing twice\n@sample\n")
+    got = set_corpus(sets / "s.jsonl")
+    assert got is not None and got[:3] == [data / "_skip.csv", data / "a.csv", data / "b.csv"]  # the glob takes all
+    assert got[3:] == sample_corpus()  # the folder adds nothing new; @sample is the bundled sample
+    (sets / "s.corpus").write_text("../shared/datasets/nowhere/*.csv\n")
+    with pytest.raises(InputError) as e:
+        set_corpus(sets / "s.jsonl")
+    assert str(tmp_path / "shared" / "datasets" / "nowhere" / "*.csv") in str(e.value)
+    assert "corpus not found" in str(e.value) and "s.corpus" in str(e.value)
+    assert expand_corpus([data]) == [data / "a.csv", data / "b.csv"]  # a folder: no package or hidden files
+
+
+def test_eval_with_distractors_builds_one_store_from_the_sets_corpus_and_the_distractors(tmp_path: Path) -> None:
+    (tmp_path / "own.csv").write_text(
+        "title,abstract,authors\n"
+        "Quantum Annealing for Protein Folding,We fold proteins with a quantum annealer and reach native states.,"
+        "Ada Quark\n")
+    (tmp_path / "near.csv").write_text(
+        "title,abstract,authors\n"
+        "Glacier Melt Forecasting,We forecast glacier melt from satellite radar with gradient boosting.,Bo Ice\n")
+    s = tmp_path / "mini.jsonl"
+    s.write_text('{"id": "dev-1", "split": "dev", "type": "single", "question": "How can a quantum annealer fold '
+                 'proteins?", "gold": [{"title_contains": "Protein Folding"}]}\n'
+                 '{"id": "test-1", "split": "test", "type": "single", "question": "How is glacier melt forecast '
+                 'from radar?", "gold": [{"title_contains": "Glacier Melt"}]}\n')
+    (tmp_path / "mini.corpus").write_text("own.csv\n")
+    out = tmp_path / "run"
+    proc = subprocess.run(paperchat_cmd("eval", str(s), "--distractors", str(tmp_path / "near.csv"), "--mode",
+                                        "extractive", "--out", str(out), "--json"),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["meta"]["corpus"] == [str(tmp_path / "own.csv"), str(tmp_path / "near.csv")]
+    assert report["meta"]["distractors"] == [str(tmp_path / "near.csv")]
+    rows = {r["id"]: r for r in report["rows"]}
+    assert all(r["gold"][0] for r in rows.values())  # the distractor paper is in the store: its rule resolves
+    assert rows["dev-1"]["ok"] and rows["dev-1"]["split"] == "dev"
+    assert set(report["splits"]) == {"dev", "test"} and report["splits"]["dev"]["cases"] == 1
+    assert "| figure | all | dev | test |" in (out / "report.md").read_text()
+    (tmp_path / "mini.corpus").unlink()  # a set without a corpus cannot take distractors: they would be all
+    proc = subprocess.run(paperchat_cmd("eval", str(s), "--distractors", str(tmp_path / "near.csv")),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "names none: pass --corpus" in proc.stderr
