@@ -48,6 +48,10 @@ bench-ingest: $(STAMP) ## ingest throughput vs the bare encoder on Cranfield →
 bench-retrieval: $(STAMP) ## retrieval quality on Cranfield + NeurIPS known-item → docs/benchmarks.md
 	$(BIN)/python -m bench.retrieval
 
+SYSTEMS ?= shipped bm25 dense rrf
+bench-quality: $(STAMP) ## SYSTEMS × Cranfield, NeurIPS known-item, seed + NeurIPS distractors, neurips dev/test → reports/quality_sweep.md
+	$(BIN)/python -m bench.quality_sweep --systems $(SYSTEMS)
+
 bench-latency: $(STAMP) ## warm `ask` latency on the sample corpus → docs/benchmarks.md
 	$(BIN)/python -m bench.latency
 
@@ -78,4 +82,4 @@ bench: bench-ingest bench-retrieval bench-latency bench-evals ## every benchmark
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-latency bench-evals bench-crash bench-load bench-injection bench-scale bench-encoder test-long clean
+.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-quality bench-latency bench-evals bench-crash bench-load bench-injection bench-scale bench-encoder test-long clean

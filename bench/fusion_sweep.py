@@ -1,9 +1,10 @@
-"""Compare fusion settings on several BEIR-layout collections in one run (ingest once each).
+"""Compare fusion settings on any BEIR-layout folders in one run (ingest once each, in throwaway stores).
 
-    python -m bench.fusion_sweep DIR [DIR ...]
+    python -m bench.fusion_sweep DIR [DIR ...] [--systems NAME ...]
 
-Prints nDCG@10 / Recall@100 / MRR@10 per system and collection. Used to choose the shipped
-defaults on more than one collection; it never looks at individual query ids.
+Prints nDCG@10 / Recall@100 / MRR@10 per system and collection. The systems are bench/quality_sweep.py's
+catalogue; to choose the shipped pipeline use `make bench-quality`, which adds the question sets and the
+answers to the same table. It never looks at individual query ids.
 """
 
 from __future__ import annotations
@@ -13,24 +14,9 @@ import json
 import logging
 from pathlib import Path
 
+from bench.quality_sweep import SYSTEMS
 from evals.beir import evaluate
-from rag.config import get_settings
-
-SYSTEMS = {
-    "prf3_replace": {"feedback_docs": 3, "feedback_blend": False},
-    "prf3_blend": {"feedback_docs": 3, "feedback_blend": True},
-    "prf3_agree_blend": {"feedback_docs": 3, "feedback_blend": True, "feedback_skip_agree": True},
-    "prf3_agree_replace": {"feedback_docs": 3, "feedback_blend": False, "feedback_skip_agree": True},
-    "prf5_blend": {"feedback_docs": 5, "feedback_blend": True},
-    "bm25": {"mode": "bm25"},
-    "dense": {"mode": "dense"},
-    "rrf": {},
-    "rrf_b1.5": {"bm25_weight": 1.5},
-    "rrf_prf3": {"feedback_docs": 3},
-    "rrf_prf5": {"feedback_docs": 5},
-    "rrf_b1.5_prf3": {"bm25_weight": 1.5, "feedback_docs": 3},
-    "rrf_k20_prf3": {"rrf_k": 20, "feedback_docs": 3},
-}
+from rag.config import get_settings, prepare_runtime
 
 
 def main() -> None:
@@ -42,8 +28,6 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     systems = {k: v for k, v in SYSTEMS.items() if not args.systems or k in args.systems}
     settings = get_settings()
-    from rag.config import prepare_runtime
-
     prepare_runtime(settings)
     for d in args.dirs:
         out = evaluate(d, settings, systems, limit=args.limit)

@@ -75,33 +75,49 @@ def evaluate(root: Path, settings: Settings, systems: dict[str, dict[str, Any]] 
     """Ingest ``root`` into a throwaway store and score each system. ``systems`` maps a name to
     Retriever options (mode and retrieval-setting overrides); the default is the comparison users make."""
     from evals.throwaway import throwaway_runtime
-    from rag.qa.retrieval import Retriever
 
     data = read_beir(root)
     if limit:
         data.queries = dict(list(data.queries.items())[:limit])
-    systems = systems or {"paperchat": {}, "bm25": {"mode": "bm25"}, "dense": {"mode": "dense"}}
     with throwaway_runtime(settings, "paperchat-beir-", embedder) as rt:
         t0 = time.perf_counter()
         report = rt.ingestor().ingest([root / "corpus.jsonl"])
         ingest_s = time.perf_counter() - t0
         log.info("ingested %s: %s in %.1fs", root, report.summary(), ingest_s)
-        results: dict[str, Any] = {}
-        for name, opts in systems.items():
-            opts = dict(opts)
-            if name == "naive_langchain":
-                from evals.naive import naive_langchain_run
-
-                results[name] = score_system(naive_langchain_run(root, rt.embedder, rt.settings.home), data, name)
-                continue
-            mode = opts.pop("mode", "hybrid")
-            cfg = rt.settings.retrieval.model_copy(update=opts)
-            retriever = Retriever(rt.store, rt.embedder, rt.lexical, cfg, mode=mode)
-
-            def run(q: str, r: Retriever = retriever) -> list[str]:
-                return [h.paper_id for h in r.search(q, k=100).hits]
-
-            results[name] = score_system(run, data, name)
-            log.info("%s: %s", name, results[name])
+        results = score_systems(rt, root, data, systems)
     return {"dataset": data.name, "queries": len(data.queries), "ingest_s": round(ingest_s, 1),
             "results": results}
+
+
+def retriever_for(rt: Any, opts: dict[str, Any]) -> Any:
+    """A Retriever on ``rt``'s store for system options: ``mode`` plus RetrievalSettings overrides."""
+    from rag.qa.retrieval import Retriever
+
+    opts = dict(opts)
+    mode = opts.pop("mode", "hybrid")
+    unknown = sorted(set(opts) - set(type(rt.settings.retrieval).model_fields))
+    if unknown:
+        raise InputError(f"unknown retrieval setting(s) {unknown}")
+    cfg = rt.settings.retrieval.model_copy(update=opts)
+    return Retriever(rt.store, rt.embedder, rt.lexical, cfg, mode=mode)
+
+
+def score_systems(rt: Any, root: Path, data: BeirData, systems: dict[str, dict[str, Any]] | None = None
+                  ) -> dict[str, Any]:
+    """Each system's figures on ``data``, whose corpus (``root``) ``rt``'s store already holds."""
+    systems = systems or {"paperchat": {}, "bm25": {"mode": "bm25"}, "dense": {"mode": "dense"}}
+    results: dict[str, Any] = {}
+    for name, opts in systems.items():
+        if name == "naive_langchain":
+            from evals.naive import naive_langchain_run
+
+            results[name] = score_system(naive_langchain_run(root, rt.embedder, rt.settings.home), data, name)
+            continue
+        retriever = retriever_for(rt, opts)
+
+        def run(q: str, r: Any = retriever) -> list[str]:
+            return [h.paper_id for h in r.search(q, k=100).hits]
+
+        results[name] = score_system(run, data, name)
+        log.info("%s: %s", name, results[name])
+    return results

@@ -354,3 +354,22 @@ def test_eval_with_distractors_builds_one_store_from_the_sets_corpus_and_the_dis
     proc = subprocess.run(paperchat_cmd("eval", str(s), "--distractors", str(tmp_path / "near.csv")),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "names none: pass --corpus" in proc.stderr
+
+
+def test_beir_scoring_on_a_tiny_collection_and_systems_with_unknown_settings_refused(tmp_path: Path,
+                                                                                      embedder) -> None:
+    from evals.beir import evaluate
+
+    root = tmp_path / "tiny"
+    (root / "qrels").mkdir(parents=True)
+    docs = {"d1": "Glaciers melt faster under black carbon deposits on the ice surface.",
+            "d2": "Transformers attend to every token of the input sequence at once.",
+            "d3": "Protein folding predicted from amino acid sequences with deep networks."}
+    (root / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n"
+                                               for k, v in docs.items()))
+    (root / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "why do glaciers melt faster"}) + "\n")
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    out = evaluate(root, get_settings(), {"bm25": {"mode": "bm25"}, "rrf": {"feedback_docs": 0}}, embedder=embedder)
+    assert out["queries"] == 1 and out["results"]["bm25"]["mrr@10"] == 1.0 and out["results"]["rrf"]["ndcg@10"] == 1.0
+    with pytest.raises(InputError, match=r"unknown retrieval setting\(s\) \['feedback_dcos'\]"):
+        evaluate(root, get_settings(), {"typo": {"feedback_dcos": 3}}, embedder=embedder)

@@ -1,0 +1,293 @@
+"""One table of retrieval quality on every collection, per system, plus the shipped answers' figures.
+
+    python -m bench.quality_sweep [--systems shipped bm25 dense rrf] [--add NAME=JSON] [--home DIR]
+
+Collections, each ingested once into its own home under ``--home`` (default ``reports/quality-home``; a
+re-run whose input files, embedding and ingest settings are unchanged reuses it):
+
+- ``cranfield`` (../shared/datasets/cranfield) and ``nips-known-item`` (NeurIPS titles as queries against
+  the untitled abstracts, bench/nips_known_item.py), BEIR layout: nDCG@10, Recall@100, MRR@10;
+- ``library``: the NeurIPS CSVs (the corpus ``evals/sets/neurips.corpus`` names) plus the bundled sample,
+  1,214 papers. Two question sets run on it: ``seed`` (written on the sample: the NeurIPS papers are its
+  distractors) and ``neurips`` (dev and test apart, never merged).
+
+On the sets, per system, retrieval only, with the question the chain would retrieve for (its standalone
+question and the filters the question names, taken from the shipped run; for a follow-up, the last turn as
+condensed): single-paper questions give the share whose top-1 paper is gold and nDCG@10 of the gold
+paper; multi-paper ones (``multi``, ``author``, ``category``, ``filter``) the recall of their gold papers
+in the top k=5 (the answer's k); follow-ups the share whose top-1 is gold (in the JSON).
+
+Answer-level figures come from the configured (shipped) pipeline only, in extractive mode, scored by
+evals/run.py: single-paper answers citing the gold paper first and citing it alone, multi-paper answers
+citing every gold paper, answerable questions refused, cannot-answer accuracy on out-of-corpus questions.
+
+Writes ``reports/quality_sweep.md`` and ``.json`` and prints the markdown. It never looks at individual
+query ids, so nothing here tunes on the test split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.nips_known_item import build as build_known_item
+from bench.report import machine
+from evals.beir import read_beir, retriever_for, score_systems
+from evals.metrics import mean, ndcg_at_k, recall_at_k
+from evals.run import run_eval
+from evals.sets import SEED, SETS_DIR, load_set, set_corpus
+from rag.config import Settings, get_settings, prepare_runtime
+from rag.index.catalog import PaperQuery
+from rag.resources import sample_corpus
+from rag.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[1]
+CRANFIELD = ROOT.parent / "shared" / "datasets" / "cranfield"
+NEURIPS = SETS_DIR / "neurips.jsonl"
+K = 5  # papers per answer (retrieval.k)
+
+# A system: retrieval mode plus RetrievalSettings overrides. Each one that fuses names its feedback setting,
+# so a change of the shipped defaults cannot silently turn "rrf" into something else.
+SYSTEMS: dict[str, dict[str, Any]] = {
+    "shipped": {},  # the configured settings: the shipped defaults unless PAPERCHAT_RETRIEVAL__* says otherwise
+    "bm25": {"mode": "bm25"},
+    "dense": {"mode": "dense"},
+    "rrf": {"feedback_docs": 0},
+    "prf3_blend": {"feedback_docs": 3, "feedback_blend": True},
+    "prf3_replace": {"feedback_docs": 3, "feedback_blend": False},
+    "prf3_agree_blend": {"feedback_docs": 3, "feedback_blend": True, "feedback_skip_agree": True},
+    "prf3_agree_replace": {"feedback_docs": 3, "feedback_blend": False, "feedback_skip_agree": True},
+    "prf5_blend": {"feedback_docs": 5, "feedback_blend": True},
+    "rrf_b1.5": {"bm25_weight": 1.5, "feedback_docs": 0},
+    "rrf_prf3": {"feedback_docs": 3, "feedback_blend": False},
+    "rrf_prf5": {"feedback_docs": 5, "feedback_blend": False},
+    "rrf_b1.5_prf3": {"bm25_weight": 1.5, "feedback_docs": 3, "feedback_blend": False},
+    "rrf_k20_prf3": {"rrf_k": 20, "feedback_docs": 3, "feedback_blend": False},
+}
+DEFAULT_SYSTEMS = ("shipped", "bm25", "dense", "rrf")
+MULTI = ("multi", "author", "category", "filter")
+
+
+# ---- reusable homes ---------------------------------------------------------------------------------
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def collection_runtime(settings: Settings, home: Path, files: list[Path], embedder: Any) -> Runtime:
+    """A runtime whose store holds exactly ``files``: reused when the inputs match what it was built from
+    (file contents, embedding, chunking and ingest settings), else rebuilt from scratch."""
+    inputs = {"files": [[str(f), _digest(f)] for f in files],
+              "settings": {k: settings.model_dump(mode="json")[k] for k in ("embeddings", "chunking", "ingest")}}
+    manifest = home / "inputs.json"
+    reuse = manifest.is_file() and json.loads(manifest.read_text()) == inputs
+    if not reuse and home.exists():
+        shutil.rmtree(home)
+    home.mkdir(parents=True, exist_ok=True)
+    s = settings.with_overrides(home=home, store={"mode": "embedded", "path": home / "chroma", "collection": "bench"})
+    rt = Runtime(s, _embedder=embedder)  # type: ignore[arg-type]
+    if reuse:
+        log.info("%s: reusing the store built from %d file(s)", home.name, len(files))
+        return rt
+    t0 = time.perf_counter()
+    report = rt.ingestor().ingest(files)
+    if report.file_errors:
+        raise RuntimeError(f"{home.name}: ingest failed: {report.file_errors}")
+    log.info("%s: ingested %s in %.0f s", home.name, report.summary(), time.perf_counter() - t0)
+    manifest.write_text(json.dumps(inputs, indent=1))  # written last: an interrupted ingest is redone
+    return rt
+
+
+# ---- question sets ----------------------------------------------------------------------------------
+def _groups(rows: list[dict[str, Any]], set_name: str) -> dict[str, list[dict[str, Any]]]:
+    """Rows by reported collection: the set, or one entry per split."""
+    splits = sorted({r.get("split") for r in rows if r.get("split")})
+    if not splits:
+        return {set_name: rows}
+    return {f"{set_name}-{s}": [r for r in rows if r.get("split") == s] for s in splits}
+
+
+def retrieval_figures(rt: Runtime, rows: list[dict[str, Any]], opts: dict[str, Any]) -> dict[str, Any]:
+    """One system's retrieval figures over scored eval rows (their standalone question and filters)."""
+    retriever = retriever_for(rt, opts)
+    first, ndcg, multi, follow = [], [], [], []
+    for r in rows:
+        gold = [g for g in r["gold"] if g]
+        if not r["answerable"] or not gold or len(gold) != len(r["gold"]):
+            continue
+        ranked = [h.paper_id for h in retriever.search(r["standalone"], k=10,
+                                                       filters=PaperQuery(**r["filters"])).hits]
+        if r["type"] == "single":
+            first.append(float(bool(ranked) and ranked[0] == gold[0]))
+            ndcg.append(ndcg_at_k(ranked, dict.fromkeys(gold, 1.0), 10))
+        elif r["type"] in MULTI:
+            multi.append(recall_at_k(ranked, gold, K))
+        elif r["type"] == "follow-up":
+            follow.append(float(bool(ranked) and ranked[0] == gold[0]))
+    out: dict[str, Any] = {"n_single": len(first), "n_multi": len(multi), "n_follow_up": len(follow)}
+    out["gold_first"] = round(mean(first), 4) if first else None
+    out["ndcg@10"] = round(mean(ndcg), 4) if ndcg else None
+    out[f"multi_recall@{K}"] = round(mean(multi), 4) if multi else None
+    out["follow_up_first"] = round(mean(follow), 4) if follow else None
+    return out
+
+
+def answer_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shipped answers' figures over scored rows (evals.run's verdicts and summary)."""
+    from evals.run import summarise
+
+    s = summarise(rows)
+    ans = [r for r in rows if r["ok"] is not None and r["answerable"]]
+    multi = [r for r in rows if r["ok"] is not None and r["type"] in MULTI]
+    return {
+        "single_cited_first": s["by_type"].get("single", {}).get("pass_rate"),
+        "single_only_gold": s["answer"]["single_only_gold"],
+        "multi_all_gold": round(mean([float(bool(r["ok"])) for r in multi]), 4) if multi else None,
+        "answerable_refused": sum(bool(r["refused"]) for r in ans), "answerable": len(ans),
+        "cannot_answer_accuracy": s["answer"]["cannot_answer_accuracy"],
+        "pass_rate": s["pass_rate"], "cases": s["cases"],
+    }
+
+
+# ---- output --------------------------------------------------------------------------------------------
+def _f(x: float | None, pct: bool = False) -> str:
+    if x is None:
+        return "–"
+    return f"{x:.1%}" if pct else f"{x:.3f}"
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    beir, sets = result["beir"], result["sets"]
+    head = ["system"]
+    for name in beir:
+        head += [f"{name} nDCG@10", "R@100", "MRR@10"]
+    for name in sets:
+        head += [f"{name} gold@1", "nDCG@10", f"multi R@{K}"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for system in result["systems"]:
+        cells = [system]
+        for r in beir.values():
+            x = r["results"][system]
+            cells += [_f(x["ndcg@10"]), _f(x["recall@100"]), _f(x["mrr@10"])]
+        for r in sets.values():
+            x = r["retrieval"][system]
+            cells += [_f(x["gold_first"]), _f(x["ndcg@10"]), _f(x[f"multi_recall@{K}"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    counts = "; ".join(f"{n}: {r['queries']} queries" for n, r in beir.items())
+    counts += "; " + "; ".join(f"{n}: {r['retrieval'][result['systems'][0]]['n_single']} single, "
+                               f"{r['retrieval'][result['systems'][0]]['n_multi']} multi" for n, r in sets.items())
+    lines += ["", f"Queries: {counts}.", "",
+              "Answers of the shipped pipeline (extractive):", "",
+              "| collection | cited first (single) | only gold cited (single) | multi: every gold cited | "
+              "answerable refused | cannot-answer accuracy | pass rate |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, r in sets.items():
+        a = r["answers"]
+        lines.append(f"| {name} | {_f(a['single_cited_first'], True)} | {_f(a['single_only_gold'], True)} | "
+                     f"{_f(a['multi_all_gold'], True)} | {a['answerable_refused']} of {a['answerable']} | "
+                     f"{_f(a['cannot_answer_accuracy'], True)} | {_f(a['pass_rate'], True)} |")
+    m = result["meta"]
+    lines += ["", f"`{m['command']}` · {m['machine']} · {m['seconds']:.0f} s wall"]
+    return "\n".join(lines) + "\n"
+
+
+# ---- the run ---------------------------------------------------------------------------------------
+def sweep(settings: Settings, systems: dict[str, dict[str, Any]], home: Path, limit: int | None = None,
+          collections: tuple[str, ...] = ("cranfield", "nips-known-item", "library")) -> dict[str, Any]:
+    embedder = Runtime(settings).embedder  # the user's model and embedding cache, shared by every home
+    beir: dict[str, Any] = {}
+    sets: dict[str, Any] = {}
+    for name in collections:
+        if name in ("cranfield", "nips-known-item"):
+            root = CRANFIELD if name == "cranfield" else build_known_item(home / "nips-known-item-beir")
+            data = read_beir(root)
+            if limit:
+                data.queries = dict(list(data.queries.items())[:limit])
+            rt = collection_runtime(settings, home / name, [root / "corpus.jsonl"], embedder)
+            try:
+                beir[name] = {"queries": len(data.queries), "results": score_systems(rt, root, data, systems)}
+            finally:
+                rt.close()
+            continue
+        corpus = set_corpus(NEURIPS) or []
+        rt = collection_runtime(settings, home / name, corpus + [p for p in sample_corpus() if p not in corpus],
+                                embedder)
+        try:
+            from rag.qa.chain import AnswerChain
+
+            chain = AnswerChain(rt)
+            for set_path in (SEED, NEURIPS):
+                cases = load_set(set_path)[: limit or None]
+                t0 = time.perf_counter()
+                rows = run_eval(chain, cases, mode="extractive", progress=False)["rows"]
+                log.info("%s: %d cases answered in %.0f s", set_path.stem, len(rows), time.perf_counter() - t0)
+                for group, grows in _groups(rows, set_path.stem).items():
+                    sets[group] = {"answers": answer_figures(grows),
+                                   "retrieval": {s: retrieval_figures(rt, grows, o) for s, o in systems.items()}}
+        finally:
+            rt.close()
+    return {"systems": list(systems), "beir": beir, "sets": sets}
+
+
+def parse_added(items: list[str]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for item in items:
+        name, sep, spec = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--add wants NAME=JSON, got {item!r}")
+        opts = json.loads(spec)
+        if not isinstance(opts, dict):
+            raise SystemExit(f"--add {name}: the JSON must be an object of retrieval settings (and mode)")
+        out[name] = opts
+    return out
+
+
+def main() -> None:
+    import sys
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--systems", nargs="+", default=list(DEFAULT_SYSTEMS), help="from: " + ", ".join(SYSTEMS))
+    ap.add_argument("--add", nargs="+", default=[], metavar="NAME=JSON",
+                    help='more systems, e.g. \'rrf_k10={"rrf_k": 10, "feedback_docs": 0}\'')
+    ap.add_argument("--collections", nargs="+", default=["cranfield", "nips-known-item", "library"],
+                    choices=["cranfield", "nips-known-item", "library"])
+    ap.add_argument("--home", type=Path, default=ROOT / "reports" / "quality-home",
+                    help="where the collections' stores are kept between runs")
+    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "quality_sweep",
+                    help="writes OUT.md and OUT.json")
+    ap.add_argument("--limit", type=int, help="only the first N queries / cases of each collection (smoke runs)")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    for noisy in ("httpx", "chromadb", "sentence_transformers"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    unknown = [s for s in args.systems if s not in SYSTEMS]
+    if unknown:
+        raise SystemExit(f"unknown system(s) {unknown}; choose from {', '.join(SYSTEMS)} or use --add")
+    systems = {s: SYSTEMS[s] for s in args.systems} | parse_added(args.add)
+    settings = get_settings()
+    prepare_runtime(settings)
+    t0 = time.perf_counter()
+    result = sweep(settings, systems, args.home, args.limit, tuple(args.collections))
+    result["meta"] = {"command": "python -m bench.quality_sweep " + " ".join(sys.argv[1:]), "machine": machine(),
+                      "seconds": round(time.perf_counter() - t0, 1), "systems": systems,
+                      "retrieval_settings": settings.retrieval.model_dump(), "limit": args.limit}
+    md = to_markdown(result)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    args.out.with_suffix(".md").write_text(md)
+    print(md)
+    print(f"wrote {args.out.with_suffix('.md')} and .json")
+
+
+if __name__ == "__main__":
+    main()
