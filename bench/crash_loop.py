@@ -114,7 +114,7 @@ def write_variant(dest: Path, cran: list[dict[str, Any]], variant: str, edit_ids
 # ---- expectation (from the input files, never from the store) --------------------------------------
 def expected_state(paths: list[Path], embedder: Any, max_tokens: int, overlap: int) -> dict[str, Any]:
     """Papers (first seen wins on DOI, arXiv id, abstract hash, id — the ingest's rule) and their chunk ids."""
-    from rag.index.store import chunk_id
+    from rag.index.rows import chunk_id
     from rag.ingest import loaders
     from rag.ingest.chunking import chunk_papers
     from rag.ingest.loaders.base import RecordProblem

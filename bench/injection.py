@@ -288,7 +288,7 @@ def evaluate(cases: list[Case], embedder: Any = None) -> list[Outcome]:
         try:
             rt.ingestor(progress=False).ingest([*sorted((ROOT / "data" / "sample").glob("*.txt")),
                                                 hostile_file(cases, home)])
-            known = {md["paper_id"] for md in rt.store.papers()}
+            known = {p.id for p in rt.store.papers()}
             chain = AnswerChain(rt)
             return run(chain, cases, "extractive", known) + run(chain, cases, "llm", known)
         finally:

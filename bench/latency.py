@@ -41,7 +41,7 @@ def main() -> None:
         # Warm-up as a server that has been answering about this corpus: one question per paper,
         # built from its label, so no timed question (nor its embedding) has been seen before.
         for paper in rt.store.papers():
-            chain.ask(f"What is {paper['label'].split(': ', 1)[-1]} about?")
+            chain.ask(f"What is {paper.label.split(': ', 1)[-1]} about?")
         totals: list[float] = []
         stages: dict[str, list[float]] = {}
         for _ in range(args.rounds):

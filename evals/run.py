@@ -171,7 +171,7 @@ def run_eval(chain: AnswerChain, cases: list[Case], mode: str = "extractive", k:
              on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Every case through ``chain``; returns {"summary", "rows"} (rows in set order)."""
     papers = chain.runtime.store.papers()
-    labels = {p["paper_id"]: p.get("title") or p.get("label") or p["paper_id"] for p in papers}
+    labels = {p.id: p.heading for p in papers}
     rows = []
     for case in tqdm(cases, desc="eval", unit="case", disable=not progress or None, leave=False):
         gold = resolve_gold(case.gold, papers)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import InputError
+from rag.records import StoredPaper
 from rag.resources import resource_path, sample_corpus
 from rag.text import plain_text
 
@@ -181,23 +182,22 @@ def _prefix_text(s: str) -> str:
     return " ".join(plain_text(s).replace("*", "").split()).casefold()
 
 
-def rule_matches(rule: dict[str, str], paper: dict[str, Any]) -> bool:
-    """One gold rule against one stored paper (metadata row): every key it gives must match."""
-    pid = paper.get("paper_id", paper.get("id"))
-    if rule.get("id", rule.get("paper_id", pid)) != pid:
+def rule_matches(rule: dict[str, str], paper: StoredPaper) -> bool:
+    """One gold rule against one stored paper: every key it gives must match."""
+    if rule.get("id", rule.get("paper_id", paper.id)) != paper.id:
         return False
-    if "author" in rule and _name(rule["author"]) not in {_name(a) for a in paper.get("authors") or []}:
+    if "author" in rule and _name(rule["author"]) not in {_name(a) for a in paper.authors}:
         return False
-    if "abstract_prefix" in rule and not _prefix_text(paper.get("abstract") or "").startswith(
+    if "abstract_prefix" in rule and not _prefix_text(paper.abstract).startswith(
             _prefix_text(rule["abstract_prefix"])):
         return False
-    return not ("title_contains" in rule and rule["title_contains"] not in (paper.get("title") or ""))
+    return not ("title_contains" in rule and rule["title_contains"] not in (paper.title or ""))
 
 
-def resolve_gold(rules: list[dict[str, str]], papers: list[dict[str, Any]]) -> list[str | None]:
+def resolve_gold(rules: list[dict[str, str]], papers: list[StoredPaper]) -> list[str | None]:
     """Paper id per rule (None when no stored paper, or more than one, matches)."""
     out: list[str | None] = []
     for rule in rules:
-        found = [p.get("paper_id", p.get("id")) for p in papers if rule_matches(rule, p)]
+        found = [p.id for p in papers if rule_matches(rule, p)]
         out.append(found[0] if len(found) == 1 else None)
     return out

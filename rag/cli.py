@@ -119,17 +119,17 @@ def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
                        text=args.search)
     rt = Runtime(settings)
     try:
-        rows = find_papers(rt.read_store(), query, limit=args.limit)
+        papers = find_papers(rt.read_store(), query, limit=args.limit)
     finally:
         rt.close()
     if args.json:
-        _print_json(rows)
+        _print_json([p.to_dict() for p in papers])
         return 0
-    for r in rows:
-        authors = ", ".join(r["authors"][:3]) + (" et al." if len(r["authors"]) > 3 else "")
-        extra = " · ".join(x for x in (str(r["year"] or ""), "; ".join(r["categories"])) if x)
-        print(f"{r['id']}  {r['label']}\n    {authors}" + (f"  [{extra}]" if extra else ""))
-    print(f"{len(rows)} paper(s)", file=sys.stderr)
+    for p in papers:
+        authors = ", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else "")
+        extra = " · ".join(x for x in (str(p.year or ""), "; ".join(p.categories)) if x)
+        print(f"{p.id}  {p.label}\n    {authors}" + (f"  [{extra}]" if extra else ""))
+    print(f"{len(papers)} paper(s)", file=sys.stderr)
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The paper record every loader produces, and the ids and labels derived from it."""
+"""The paper record every loader produces (``Paper``), the ids and labels derived from it, and the paper as
+read back from the store (``StoredPaper``), which retrieval, answers, citations and every front end share."""
 
 from __future__ import annotations
 
@@ -94,6 +95,37 @@ class Paper:
         d = asdict(self)
         d["label"] = self.label
         return d
+
+
+@dataclass(frozen=True)
+class StoredPaper:
+    """A paper as read back from the store (``rag.index.rows.read_paper``): what retrieval ranks, answers
+    cite and front ends list. ``label`` is the heading stored at ingest (never empty); ``source`` is
+    ``file:line`` of the record it came from."""
+
+    id: str
+    label: str
+    title: str | None = None
+    authors: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str | None = None
+    url: str | None = None
+    doi: str | None = None
+    arxiv_id: str | None = None
+    abstract: str = ""
+    source: str | None = None
+
+    @property
+    def heading(self) -> str:
+        """What a citation or a source is headed by: the title, else the label."""
+        return self.title or self.label or self.id
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public paper object (``paperchat papers --json``), lists as lists."""
+        return {"id": self.id, "label": self.label, "title": self.title, "authors": list(self.authors),
+                "categories": list(self.categories), "year": self.year, "venue": self.venue, "url": self.url,
+                "doi": self.doi, "arxiv_id": self.arxiv_id, "abstract": self.abstract, "source": self.source}
 
 
 def assign_id(paper_kind: str | None, own_id: str | None, *, doi: str | None, arxiv_id: str | None,

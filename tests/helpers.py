@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from rag.index.store import ChromaStore, chunk_id
+from rag.index.rows import chunk_id
+from rag.index.store import ChromaStore
 
 
 def chunk_ids(store: ChromaStore) -> list[str]:

@@ -40,7 +40,7 @@ def home(embedder, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def eppo_id(home: Path, embedder) -> str:
     rt = Runtime(get_settings(home=home), _embedder=embedder)
     try:
-        return next(md["paper_id"] for md in rt.read_store().papers() if "EPPO" in md["abstract"])
+        return next(p.id for p in rt.read_store().papers() if "EPPO" in p.abstract)
     finally:
         rt.close()
 

@@ -63,10 +63,10 @@ def llm_chain(rt: Runtime, server: FakeOpenAIServer) -> AnswerChain:
 def ids(rt: Runtime) -> dict[str, str]:
     """Paper ids by a distinctive word of their abstracts."""
     out = {}
-    for md in rt.store.papers():
+    for p in rt.store.papers():
         for word in ("EPPO", "FedGMT", "Video-MTR", "flashbulb", "Extreme Value"):
-            if word in md["abstract"]:
-                out[word] = md["paper_id"]
+            if word in p.abstract:
+                out[word] = p.id
     return out
 
 

@@ -62,7 +62,8 @@ def test_verifier_catches_a_second_version_and_a_stale_lexical_index(tmp_path: P
     assert good["ok"], good["problems"]
     # a second version of one paper (what a crash between "write new" and "delete old" leaves if never repaired)
     rt = make_runtime()
-    from rag.index.store import ChunkRow, chunk_id
+    from rag.index.rows import chunk_id
+    from rag.index.store import ChunkRow
 
     md = next(rt.store.iter_metadata())
     pid = md["paper_id"]
@@ -125,7 +126,7 @@ def test_kill_between_last_write_and_final_generation_bump_does_not_leave_bm25_s
     rerun = make_runtime()
     report = rerun.ingestor(progress=False).ingest([v2])
     assert (report.updated, report.unchanged) == (0, 3)  # the update did land before the "kill"
-    assert "zebracorn" in rerun.store.papers(["id:p1"])[0]["abstract"]
+    assert "zebracorn" in rerun.store.papers(["id:p1"])[0].abstract
     lex = rerun.lexical
     lex.sync(rerun.store)
     scores = lex.scores("zebracorn")

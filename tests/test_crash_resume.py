@@ -87,7 +87,7 @@ def test_server_mode_against_a_real_chroma_server(chroma_server: int, make_runti
     assert (again.added, again.unchanged, again.embedded_chunks) == (0, 40, 0)
     assert rt.store.location == f"http://127.0.0.1:{chroma_server}"
     hits = rt.retriever().search("energy loss in RLHF reward hacking", k=3).hits
-    assert hits and "EPPO" in hits[0].paper["abstract"]
+    assert hits and "EPPO" in hits[0].paper.abstract
     env = {**os.environ, "PAPERCHAT_STORE__MODE": "server", "PAPERCHAT_STORE__PORT": str(chroma_server),
            "PAPERCHAT_STORE__COLLECTION": "server-test"}
     stats = subprocess.run(paperchat_cmd("stats", "--json"), cwd=ROOT, env=env, capture_output=True, text=True)

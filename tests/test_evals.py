@@ -25,6 +25,7 @@ from rag.answer import Answer, Citation  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import InputError  # noqa: E402
 from rag.qa.prompts import CANNOT_ANSWER  # noqa: E402
+from rag.records import StoredPaper  # noqa: E402
 from rag.resources import sample_corpus  # noqa: E402
 
 
@@ -80,8 +81,9 @@ def test_duplicate_ids_name_both_lines(tmp_path: Path) -> None:
 
 
 def test_gold_rules_resolve_by_id_author_and_prefix() -> None:
-    papers = [{"paper_id": "p1", "authors": ["Leif Döring"], "abstract": "We study  $65\\%$ of bandits.", "title": ""},
-              {"paper_id": "p2", "authors": ["Leif Doring"], "abstract": "Another paper.", "title": "T"}]
+    papers = [StoredPaper(id="p1", label="p1", authors=("Leif Döring",), abstract="We study  $65\\%$ of bandits.",
+                          title=""),
+              StoredPaper(id="p2", label="T", authors=("Leif Doring",), abstract="Another paper.", title="T")]
     assert resolve_gold([{"author": "leif doring", "abstract_prefix": "we study 65%"}], papers) == ["p1"]
     assert resolve_gold([{"author": "Leif Doring"}], papers) == [None]  # ambiguous → unresolved
     assert resolve_gold([{"paper_id": "p2"}, {"id": "nope"}], papers) == ["p2", None]

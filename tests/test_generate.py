@@ -17,29 +17,29 @@ from rag.qa.generate import Generation, GenerationInput
 from rag.qa.generate.extractive import ExtractiveGenerator, attribute, cite, short_authors
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.qa.retrieval import PaperHit
+from rag.records import StoredPaper
 
 
 @pytest.fixture(scope="module")
-def papers() -> dict[str, dict]:
-    """Sample papers as retrieval returns them, keyed by first author's last name + key word."""
+def papers() -> dict[str, StoredPaper]:
+    """Sample papers as retrieval returns them, by id."""
     out = {}
     for path in SAMPLE:
         for p in loaders.load(path).papers:
-            d = {"id": p.id, "label": p.label, "title": p.title, "authors": p.authors, "categories": p.categories,
-                 "year": p.year, "url": p.url, "abstract": p.abstract}
-            out[p.id] = d
+            out[p.id] = StoredPaper(id=p.id, label=p.label, title=p.title, authors=tuple(p.authors),
+                                    categories=tuple(p.categories), year=p.year, url=p.url, abstract=p.abstract)
     return out
 
 
-def find(papers: dict[str, dict], author: str, word: str) -> dict:
-    return next(p for p in papers.values() if author in p["authors"] and word in p["abstract"])
+def find(papers: dict[str, StoredPaper], author: str, word: str) -> StoredPaper:
+    return next(p for p in papers.values() if author in p.authors and word in p.abstract)
 
 
 @pytest.fixture(scope="module")
 def evidence(embedder, papers) -> EvidenceIndex:
     df: Counter[str] = Counter()
     for p in papers.values():
-        df.update(set(analyze(paper_text({**p, "authors": p["authors"]}))))
+        df.update(set(analyze(paper_text(p))))
     n = len(papers)
     return EvidenceIndex(embedder, lambda terms: {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) if df[t] else 0.0
                                                   for t in terms})
@@ -50,8 +50,8 @@ def gen(evidence) -> ExtractiveGenerator:
     return ExtractiveGenerator(evidence)
 
 
-def hits(*ps: dict) -> list[PaperHit]:
-    return [PaperHit(p["id"], 1.0 - i / 10, paper=p) for i, p in enumerate(ps)]
+def hits(*ps: StoredPaper) -> list[PaperHit]:
+    return [PaperHit(p.id, 1.0 - i / 10, paper=p) for i, p in enumerate(ps)]
 
 
 def synthesis(text: str) -> str:
@@ -64,12 +64,12 @@ def test_answer_cites_the_paper_that_answers(gen, papers) -> None:
     pmd = find(papers, "Zhenghao Xu", "PMD")
     g = gen.generate(GenerationInput("What does the EPPO algorithm penalize during reward calculation?",
                                      hits(eppo, fl, pmd)))
-    assert g.answerable and [h.paper_id for h in g.sources] == [eppo["id"]]  # only the relevant paper is cited
+    assert g.answerable and [h.paper_id for h in g.sources] == [eppo.id]  # only the relevant paper is cited
     first = synthesis(g.text)
     n_sentences = len(re.findall(r"\[\d+\][.!?]", first))
     assert 2 <= n_sentences <= 4
     assert "penalizes the increase in energy loss" in first
-    assert "Miao et al." in g.text and "\n\n[1] " + eppo["label"] + " \u2014 " in g.text
+    assert "Miao et al." in g.text and "\n\n[1] " + eppo.label + " \u2014 " in g.text
     assert g.summaries[1] and g.summaries[1] not in first  # the reference line adds something
 
 
@@ -79,7 +79,7 @@ def test_two_papers_for_a_two_paper_question(gen, papers) -> None:
     other = find(papers, "Zinan Zheng", "weather")
     g = gen.generate(GenerationInput("Which papers build or use membership inference attacks?",
                                      hits(mia, tools, other)))
-    assert {h.paper_id for h in g.sources} == {mia["id"], tools["id"]}
+    assert {h.paper_id for h in g.sources} == {mia.id, tools.id}
     assert "[1]" in synthesis(g.text) and "[2]" in synthesis(g.text)
 
 

@@ -31,7 +31,7 @@ def test_every_chunk_carries_paper_metadata_for_filtering(make_runtime) -> None:
     rt = make_runtime()
     rt.ingestor(progress=False).ingest(SAMPLE)
     rows = rt.store.papers(where={"author_keys": {"$contains": "kolter"}})
-    assert len(rows) == 1 and "Zico Kolter" in rows[0]["authors"]
+    assert len(rows) == 1 and "Zico Kolter" in rows[0].authors
     texts = rt.store.documents(chunk_ids(rt.store))
     assert len(texts) == rt.store.count_chunks() and all(texts.values())
     for md in rt.store.iter_metadata():
@@ -48,14 +48,15 @@ def test_changed_record_is_updated_in_place(make_runtime, tmp_path: Path) -> Non
     report = ing.ingest_papers([Paper(**{**base, "title": "New title", "abstract": "We propose BarNet instead."})])
     assert (report.added, report.updated) == (0, 1)
     rows = rt.store.papers()
-    assert [r["title"] for r in rows] == ["New title"]
+    assert [r.title for r in rows] == ["New title"]
     assert store_problems(rt.store) == []
     texts = list(rt.store.documents(chunk_ids(rt.store)).values())
     assert all("BarNet" in t for t in texts) and not any("FooNet" in t for t in texts)
 
 
 def test_the_store_oracle_reports_a_second_version_and_a_missing_chunk(make_runtime) -> None:
-    from rag.index.store import ChunkRow, chunk_id
+    from rag.index.rows import chunk_id
+    from rag.index.store import ChunkRow
 
     rt = make_runtime()
     rt.ingestor(progress=False).ingest_papers([Paper(id="h:1", title="T", abstract="We propose FooNet. It is fast.")])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,9 @@ import pytest
 from rag.index.catalog import PaperQuery
 from rag.qa import question_filters
 from rag.qa.question_filters import FilterCatalog, catalog_for, merge_filters, parse_question
+from rag.records import StoredPaper
 
-ROWS = [
+_ROWS = [
     {"paper_id": "p1", "authors": ["Anna Bair", "Zico Kolter"],
      "categories": ["Deep Learning", "Large Language Models"]},
     {"paper_id": "p2", "authors": ["Simon Weissmann", "Leif Döring"], "categories": ["Reinforcement Learning"]},
@@ -25,6 +27,8 @@ ROWS = [
     {"paper_id": "p9", "authors": ["Ce Zhang"], "categories": ["Social Aspects", "Privacy"]},
     {"paper_id": "p10", "authors": ["Chengcan Wu"], "categories": ["Social Aspects", "Safety"]},
 ]
+ROWS = [StoredPaper(id=r["paper_id"], label=r["paper_id"], authors=tuple(r["authors"]),
+                    categories=tuple(r["categories"])) for r in _ROWS]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +38,7 @@ def cat() -> FilterCatalog:
 
 @pytest.fixture(scope="module")
 def dated() -> FilterCatalog:
-    return FilterCatalog.build([{**r, "year": 2020 + i % 6} for i, r in enumerate(ROWS)])
+    return FilterCatalog.build([replace(r, year=2020 + i % 6) for i, r in enumerate(ROWS)])
 
 
 @pytest.mark.parametrize("question, author, cleaned", [
@@ -142,8 +146,8 @@ def test_catalog_is_cached_per_store_generation(make_runtime, tmp_path: Path) ->
     rt.ingestor(progress=False).ingest([first])
     a = catalog_for(rt.lexical, rt.store)
     assert catalog_for(rt.lexical, rt.store) is a and a.author_papers
-    assert a.n_authors == len({x for p in rt.store.papers() for x in p.get("authors") or []})
-    assert a.category_names == tuple(sorted({c for p in rt.store.papers() for c in p.get("categories") or []},
+    assert a.n_authors == len({x for p in rt.store.papers() for x in p.authors})
+    assert a.category_names == tuple(sorted({c for p in rt.store.papers() for c in p.categories},
                                             key=str.casefold))
     extra = tmp_path / "more.jsonl"
     extra.write_text('{"id": "x1", "title": "A paper", "abstract": "We study nothing in particular at all here.", '

@@ -41,8 +41,8 @@ def test_chroma_top_k_matches_brute_force_cosine(sample_rt) -> None:
 def test_bm25_scores_match_the_lucene_formula(sample_rt) -> None:
     lex = sample_rt.lexical
     lex.sync(sample_rt.store)
-    papers = {md["paper_id"]: md for md in sample_rt.store.papers()}
-    docs = {pid: Counter(analyze(paper_text(md))) for pid, md in papers.items()}
+    papers = {p.id: p for p in sample_rt.store.papers()}
+    docs = {pid: Counter(analyze(paper_text(p))) for pid, p in papers.items()}
     n = len(docs)
     avgdl = sum(sum(c.values()) for c in docs.values()) / n
     query = "energy loss reward hacking PPO"
@@ -69,10 +69,10 @@ def test_rrf_by_hand() -> None:
 def test_hybrid_finds_named_method_and_applies_filters(sample_rt) -> None:
     r = sample_rt.retriever()
     res = r.search("What does EPPO penalize?", k=3)
-    assert "EPPO" in res.hits[0].paper["abstract"]
+    assert "EPPO" in res.hits[0].paper.abstract
     assert len({h.paper_id for h in res.hits}) == len(res.hits)  # a paper appears once
     only = r.search("reinforcement learning", k=10, filters=PaperQuery(author="Shiqing Gao"))
-    assert only.hits and all("Shiqing Gao" in h.paper["authors"] for h in only.hits)
+    assert only.hits and all("Shiqing Gao" in h.paper.authors for h in only.hits)
     none = r.search("reinforcement learning", k=10, filters=PaperQuery(year_from=2030))
     assert none.hits == []
 
@@ -87,7 +87,7 @@ def test_lexical_index_follows_ingest(sample_rt, tmp_path) -> None:
     sample_rt.ingestor(progress=False).ingest([extra])
     assert len(lex) == 41  # synced by the ingest hook, not lazily
     hit = sample_rt.retriever(mode="bm25").search("quokka drones", k=1).hits[0]
-    assert hit.paper["title"] == "Quokka populations"
+    assert hit.paper.title == "Quokka populations"
     # a fresh process (new index object) loads the saved index instead of rebuilding
     from rag.index.lexical import LexicalIndex
 

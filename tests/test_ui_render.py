@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 
 from rag.answer import Answer, Citation
 from rag.errors import BudgetExceeded, InputError
+from rag.records import StoredPaper
 from ui import render, services
 from ui.export import bib_key, bibtex, conversation_markdown
 from ui.safe import MATH, inline, paper_links, safe_url
@@ -255,7 +256,7 @@ def test_rate_limit_and_filters_from_controls() -> None:
 
 
 def test_example_questions_come_from_the_corpus() -> None:
-    papers = [{"paper_id": f"p{i}", "label": label, "categories": [cat], "abstract": "x"}
+    papers = [StoredPaper(id=f"p{i}", label=label, categories=(cat,), abstract="x")
               for i, (label, cat) in enumerate([("Gao et al.: SyncMind", "Evaluation"),
                                                 ("Li et al.: FedGMT", "General"),
                                                 ("Bad: <script>x</script>", "Security"),
@@ -303,8 +304,8 @@ def test_stats_and_library_rows() -> None:
     md = render.stats_markdown({"papers": 3, "chunks": 4, "authors": 5, "categories": 2, "years": (2020, 2020),
                                 "model": "m_<x>"})
     assert "**3** papers" in md and "**2020** years" in md and "m\\_&lt;x&gt;" in md
-    rows = render.library_rows([{"id": "a", "label": "L", "authors": ["A", "B", "C", "D", "E"], "categories": ["X"],
-                                 "year": None}])
+    rows = render.library_rows([StoredPaper(id="a", label="L", authors=("A", "B", "C", "D", "E"), categories=("X",),
+                                            year=None)])
     assert rows == [["L", "A, B, C, D et al.", "X", "", "a"]]
 
 

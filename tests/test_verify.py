@@ -9,6 +9,7 @@ from rag.qa.generate import Generation
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.qa.retrieval import PaperHit
 from rag.qa.verify import parse_marker, renumber, statements, verify
+from rag.records import StoredPaper
 
 PAPERS = [
     ("p-eppo", "Miao et al.: EPPO", ["Yuchun Miao", "Sen Zhang"],
@@ -26,9 +27,9 @@ PAPERS = [
 
 def hit(i: int) -> PaperHit:
     pid, label, authors, abstract = PAPERS[i]
-    return PaperHit(pid, 1.0 - i / 10, paper={"id": pid, "label": label, "title": None, "authors": authors,
-                                               "categories": ["Test"], "year": 2025, "abstract": abstract,
-                                               "url": f"https://example.org/{pid}"})
+    return PaperHit(pid, 1.0 - i / 10, paper=StoredPaper(id=pid, label=label, title=None, authors=tuple(authors),
+                                                          categories=("Test",), year=2025, abstract=abstract,
+                                                          url=f"https://example.org/{pid}"))
 
 
 @pytest.fixture(scope="module")

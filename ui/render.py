@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rag.answer import Answer, Citation
+from rag.records import StoredPaper
 from rag.text import split_sentences
 from ui.safe import escape_html, inline, paper_links
 
@@ -183,12 +184,11 @@ def stats_markdown(stats: dict[str, Any]) -> str:
     return cells + (f" · model {inline(str(model), 'chat')}" if model else "")
 
 
-def library_rows(papers: Iterable[dict[str, Any]]) -> list[list[Any]]:
-    """Catalog rows (``rag.index.catalog.find_papers`` dicts) → table rows of plain text."""
+def library_rows(papers: Iterable[StoredPaper]) -> list[list[Any]]:
+    """Stored papers (``rag.index.catalog.find_papers``) → table rows of plain text."""
     rows = []
     for p in papers:
-        rows.append([p.get("label") or p.get("id"), short_authors(p.get("authors") or [], 4),
-                     "; ".join(p.get("categories") or []), p.get("year") or "", p.get("id")])
+        rows.append([p.label or p.id, short_authors(p.authors, 4), "; ".join(p.categories), p.year or "", p.id])
     return rows
 
 

@@ -25,6 +25,7 @@ from rag.index.catalog import PaperQuery
 from rag.ingest import loaders
 from rag.ingest.pipeline import IngestReport
 from rag.qa.question_filters import FilterCatalog, catalog_for
+from rag.records import StoredPaper
 from rag.runtime import Runtime
 from rag.text import key_phrase
 
@@ -156,7 +157,7 @@ def categories(runtime: Runtime) -> list[str]:
     return list(_catalog(runtime).category_names)
 
 
-def example_papers(runtime: Runtime, n: int = 64) -> list[dict[str, Any]]:
+def example_papers(runtime: Runtime, n: int = 64) -> list[StoredPaper]:
     """The ``n`` papers first in id-hash order (the order ``example_questions`` draws from), read by id."""
     runtime.lexical.sync(runtime.store)
     ids = sorted(runtime.lexical.paper_ids, key=lambda p: hashlib.sha1(p.encode()).hexdigest())[:n]
@@ -171,20 +172,19 @@ def category_counts(runtime: Runtime) -> dict[str, int]:
 _PLAIN_PHRASE = re.compile(r"^[A-Za-z][\w\s\-–&'()/,.+]{1,70}$")
 
 
-def example_questions(papers: Iterable[dict[str, Any]], n: int = 4, category_counts: dict[str, int] | None = None
+def example_questions(papers: Iterable[StoredPaper], n: int = 4, category_counts: dict[str, int] | None = None
                       ) -> list[str]:
     """Questions drawn from the corpus: "What is <the paper's named method>?" for papers of different
     categories, chosen deterministically (by a hash of the id), and one listing by the largest category
     (counted over ``papers`` unless the whole store's ``category_counts`` are given)."""
-    rows = sorted(papers, key=lambda p: hashlib.sha1(str(p.get("paper_id") or p.get("id")).encode()).hexdigest())
+    rows = sorted(papers, key=lambda p: hashlib.sha1(p.id.encode()).hexdigest())
     out: list[str] = []
     used: set[str] = set()
     for p in rows:
-        label = p.get("label") or ""
-        phrase = label.split(": ", 1)[1] if ": " in label else key_phrase(p.get("abstract") or "")
+        label = p.label
+        phrase = label.split(": ", 1)[1] if ": " in label else key_phrase(p.abstract)
         phrase = phrase.strip().rstrip(".")
-        cats = p.get("categories") or []
-        cat = cats[0] if cats else ""
+        cat = p.categories[0] if p.categories else ""
         if not _PLAIN_PHRASE.match(phrase) or phrase.endswith("…") or cat in used or len(phrase.split()) > 7:
             continue
         if phrase[:1].isupper() and phrase[1:2].islower() and " " in phrase:  # "Predictive planning"
@@ -196,7 +196,7 @@ def example_questions(papers: Iterable[dict[str, Any]], n: int = 4, category_cou
     counts: dict[str, int] = dict(category_counts or {})
     if category_counts is None:
         for p in rows:
-            for c in p.get("categories") or []:
+            for c in p.categories:
                 counts[c] = counts.get(c, 0) + 1
     plain = [c for c in counts if _PLAIN_PHRASE.match(c)]
     if plain:

@@ -8,7 +8,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rag.analysis import name_key
+from rag.index import rows
 from rag.index.store import ChromaStore
+from rag.records import StoredPaper
 
 
 @dataclass
@@ -31,39 +33,20 @@ class PaperQuery:
 
 def to_where(q: PaperQuery) -> dict[str, Any] | None:
     """The Chroma metadata filter for a query (None when it restricts nothing)."""
-    clauses: list[dict[str, Any]] = []
-    if q.author:
-        clauses.append({"author_keys": {"$contains": name_key(q.author)}})
-    if q.category:
-        clauses.append({"category_keys": {"$contains": name_key(q.category)}})
-    if q.year_from:
-        clauses.append({"year": {"$gte": q.year_from}})
-    if q.year_to:
-        clauses.append({"year": {"$lte": q.year_to}})
-    if q.paper_ids:
-        clauses.append({"paper_id": {"$in": list(q.paper_ids)}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+    return rows.all_of(rows.has_author(name_key(q.author)) if q.author else None,
+                       rows.has_category(name_key(q.category)) if q.category else None,
+                       rows.year_from(q.year_from) if q.year_from else None,
+                       rows.year_to(q.year_to) if q.year_to else None,
+                       rows.ids_in(q.paper_ids) if q.paper_ids else None)
 
 
-def paper_from_metadata(md: dict[str, Any]) -> dict[str, Any]:
-    """A chunk-0 metadata row → the public paper dict (same keys whatever was stored)."""
-    return {
-        "id": md["paper_id"], "label": md.get("label", md["paper_id"]), "title": md.get("title"),
-        "authors": list(md.get("authors") or []), "categories": list(md.get("categories") or []),
-        "year": md.get("year"), "venue": md.get("venue"), "url": md.get("url"), "doi": md.get("doi"),
-        "arxiv_id": md.get("arxiv_id"), "abstract": md.get("abstract", ""), "source": md.get("source"),
-    }
-
-
-def find_papers(store: ChromaStore, q: PaperQuery, limit: int = 100) -> list[dict[str, Any]]:
+def find_papers(store: ChromaStore, q: PaperQuery, limit: int = 100) -> list[StoredPaper]:
     """Stored papers matching ``q``, sorted by label; the first ``limit``. Rows are streamed page by page
     and only the best ``limit`` are kept, so listing a 100k-paper store does not hold all of it."""
     where = to_where(q)
-    rows: Iterator[dict[str, Any]] = (paper_from_metadata(md) for md in store.iter_metadata(
-        where={"$and": [{"chunk": 0}, where]} if where else {"chunk": 0}))
+    found: Iterator[StoredPaper] = (rows.read_paper(md) for md in store.iter_metadata(
+        where=rows.all_of(rows.FIRST_CHUNK, where)))
     if q.text:
         words = q.text.casefold().split()
-        rows = (r for r in rows if all(w in f"{r['label']} {r['abstract']}".casefold() for w in words))
-    return heapq.nsmallest(limit, rows, key=lambda r: (r["label"].casefold(), r["id"]))
+        found = (p for p in found if all(w in f"{p.label} {p.abstract}".casefold() for w in words))
+    return heapq.nsmallest(limit, found, key=lambda p: (p.label.casefold(), p.id))

@@ -19,6 +19,7 @@ from typing import Any
 
 from rag.analysis import TOKEN, analyze, fold
 from rag.errors import PaperchatError
+from rag.records import StoredPaper
 
 _SCHEMA = """
 CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -152,11 +153,10 @@ class FilterCatalog:
         self.surname = lru_cache(maxsize=4096)(self.surname)  # type: ignore[method-assign]
 
     @staticmethod
-    def build(papers: Iterable[dict[str, Any]]) -> FilterCatalog:
-        """An in-memory catalog of paper metadata rows (``paper_id``, ``authors``, ``categories``, ``year``)."""
+    def build(papers: Iterable[StoredPaper]) -> FilterCatalog:
+        """An in-memory catalog of papers (their ids, authors, categories and years)."""
         con = sqlite3.connect(":memory:", check_same_thread=False)
-        write(con, ((md["paper_id"], md.get("year"), md.get("authors") or (), md.get("categories") or ())
-                    for md in papers))
+        write(con, ((p.id, p.year, p.authors, p.categories) for p in papers))
         return FilterCatalog(con)
 
     @staticmethod

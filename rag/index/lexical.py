@@ -22,13 +22,15 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from rag.analysis import analyze
 from rag.index import filter_catalog
+from rag.index.rows import FIRST_CHUNK, filter_fields, read_paper
 from rag.index.store import ChromaStore
+from rag.records import StoredPaper
 from rag.text import plain_text
 
 log = logging.getLogger(__name__)
@@ -95,11 +97,11 @@ class _Scores:
         return _Scores(vocab, data, indices, indptr, int(params["num_docs"]), float(params["k1"]), float(params["b"]))
 
 
-def paper_text(md: dict[str, Any]) -> str:
+def paper_text(paper: StoredPaper) -> str:
     """What BM25 sees of a paper: title (weighted), authors, categories, abstract."""
-    title = md.get("title") or ""
-    parts = [title] * TITLE_WEIGHT + [" ".join(md.get("authors") or []), " ".join(md.get("categories") or []),
-                                      plain_text(md.get("abstract", ""))]
+    title = paper.title or ""
+    parts = [title] * TITLE_WEIGHT + [" ".join(paper.authors), " ".join(paper.categories),
+                                      plain_text(paper.abstract)]
     return " ".join(p for p in parts if p)
 
 
@@ -156,7 +158,7 @@ class _Fields:
             arrays[f"{name}_keys"] = _json_bytes(keys)
             arrays[f"{name}_offsets"] = np.cumsum([0] + [len(table[k]) for k in keys]).astype(np.int64)
             arrays[f"{name}_pos"] = (np.concatenate([table[k] for k in keys]) if keys else np.zeros(0)).astype(np.int64)
-        np.savez(path, **arrays)
+        np.savez(path, **cast(dict[str, Any], arrays))  # (numpy's stub reads ** as allow_pickle)
 
     @staticmethod
     def load(path: Path) -> _Fields | None:
@@ -214,7 +216,7 @@ class LexicalIndex:
                 return
             if self._load(state):
                 return
-            self._build(store.iter_metadata(where={"chunk": 0}), state)
+            self._build(store.iter_metadata(where=FIRST_CHUNK), state)
 
     def _manifest(self) -> Path:
         return self.root / "manifest.json"
@@ -260,16 +262,15 @@ class LexicalIndex:
         names: dict[str, tuple[list[str], list[str]]] = {}  # display authors and categories, for the catalog
         reused = 0
         for md in papers:  # streamed: only term ids are kept per paper
-            key = f"{md['paper_id']}#{md.get('content_hash', '')}"
-            terms = saved.get(key)
+            f = filter_fields(md)
+            terms = saved.get(f.version)
             if terms is None:
-                words = analyze(paper_text(md)) or ["\x00empty"]
+                words = analyze(paper_text(read_paper(md))) or ["\x00empty"]
                 terms = np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), dtype=np.int32, count=len(words))
             else:
                 reused += 1
-            rows.append((md["paper_id"], key, terms, md.get("year"), list(md.get("author_keys") or []),
-                         list(md.get("category_keys") or [])))
-            names[md["paper_id"]] = (list(md.get("authors") or []), list(md.get("categories") or []))
+            rows.append((f.paper_id, f.version, terms, f.year, f.author_keys, f.category_keys))
+            names[f.paper_id] = (f.authors, f.categories)
         del saved
         rows.sort(key=lambda r: r[0])
         ids = [r[0] for r in rows]

@@ -1,10 +1,11 @@
 """The Chroma adapter: the only module that imports chromadb.
 
 One collection holds chunks. Chunk ids are ``<paper_id>#<content_hash>#<i>`` and every chunk carries
-its paper's metadata (for filtering); chunk 0 also carries the abstract. A paper is *present* when
-all ``n_chunks`` chunks of one content hash exist: writes add the new version first and delete the
-old one after, so a crash at any point leaves either version complete or a state the next ingest
-repairs. The collection's metadata records the embedding model and dimension that built it.
+its paper's metadata (for filtering); chunk 0 also carries the abstract (the row schema is
+``rag.index.rows``). A paper is *present* when all ``n_chunks`` chunks of one content hash exist:
+writes add the new version first and delete the old one after, so a crash at any point leaves either
+version complete or a state the next ingest repairs. The collection's metadata records the embedding
+model and dimension that built it.
 
 Server mode survives the server going away: a call that cannot reach it raises ``UpstreamError`` naming
 host:port and what to do, and the next call reconnects (new client, collection handle reopened), so a
@@ -29,6 +30,8 @@ import numpy as np
 
 from rag.config import Settings
 from rag.errors import ConfigError, PaperchatError, UpstreamError
+from rag.index import rows
+from rag.records import StoredPaper
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +61,6 @@ class _EmptyCollection:
 
     def query(self, **_: Any) -> dict[str, list[Any]]:
         return {"ids": [[]], "metadatas": [[]], "documents": [[]], "distances": [[]]}
-
-
-def chunk_id(paper_id: str, content_hash: str, index: int) -> str:
-    return f"{paper_id}#{content_hash}#{index}"
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -311,9 +310,10 @@ class ChromaStore:
         found: dict[str, dict[str, list[Any]]] = defaultdict(dict)
         ids = list(paper_ids)
         for i in range(0, len(ids), 500):
-            res = self.collection.get(where={"paper_id": {"$in": ids[i:i + 500]}}, include=["metadatas"])
+            res = self.collection.get(where=rows.ids_in(ids[i:i + 500]), include=["metadatas"])
             for cid, md in zip(res["ids"], res["metadatas"]):
-                slot = found[md["paper_id"]].setdefault(md["content_hash"], [0, int(md["n_chunks"]), []])
+                st = rows.chunk_state(md)
+                slot = found[st.paper_id].setdefault(st.content_hash, [0, st.n_chunks, []])
                 slot[0] += 1
                 slot[2].append(cid)
         return {p: {h: (v[0], v[1], v[2]) for h, v in hs.items()} for p, hs in found.items()}
@@ -324,10 +324,10 @@ class ChromaStore:
         out: dict[str, str] = {}
         vals = sorted(set(v for v in values if v))
         for i in range(0, len(vals), 500):
-            res = self.collection.get(where={"$and": [{field: {"$in": vals[i:i + 500]}}, {"chunk": 0}]},
+            res = self.collection.get(where=rows.all_of(rows.values_in(field, vals[i:i + 500]), rows.FIRST_CHUNK),
                                       include=["metadatas"])
             for md in res["metadatas"]:
-                out.setdefault(md[field], md["paper_id"])
+                out.setdefault(md[field], rows.paper_id(md))
         return out
 
     @_guarded
@@ -340,8 +340,8 @@ class ChromaStore:
         out: set[str] = set()
         offset = 0
         while True:
-            res = self.collection.get(where={"chunk": 0}, include=[], limit=_GET_PAGE, offset=offset)
-            out.update(cid.rsplit("#", 2)[0] for cid in res["ids"])
+            res = self.collection.get(where=rows.FIRST_CHUNK, include=[], limit=_GET_PAGE, offset=offset)
+            out.update(rows.paper_of_chunk(cid) for cid in res["ids"])
             if len(res["ids"]) < _GET_PAGE:
                 return sorted(out)
             offset += _GET_PAGE
@@ -358,26 +358,21 @@ class ChromaStore:
 
     @_guarded
     def papers(self, paper_ids: Sequence[str] | None = None,
-               where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Paper metadata (chunk 0 rows) by ids and/or a metadata filter."""
+               where: dict[str, Any] | None = None) -> list[StoredPaper]:
+        """Stored papers (read from their chunk-0 rows) by ids and/or a metadata filter."""
         if paper_ids is not None and not where:
             # By id alone: select on paper_id and keep chunk 0 here. Adding {"chunk": 0} to the filter makes
             # Chroma intersect two metadata conditions, ~4× slower on a large store (47 vs 12 ms for 10 ids).
-            out: list[dict[str, Any]] = []
+            out: list[StoredPaper] = []
             ids = list(dict.fromkeys(paper_ids))
             for i in range(0, len(ids), 500):
-                res = self.collection.get(where={"paper_id": {"$in": ids[i:i + 500]}}, include=["metadatas"])
-                out.extend(md for md in res["metadatas"] if md.get("chunk") == 0)
+                res = self.collection.get(where=rows.ids_in(ids[i:i + 500]), include=["metadatas"])
+                out.extend(rows.read_paper(md) for md in res["metadatas"] if rows.is_first_chunk(md))
             return out
-        clauses: list[dict[str, Any]] = [{"chunk": 0}]
-        if paper_ids is not None:
-            if not paper_ids:
-                return []
-            clauses.append({"paper_id": {"$in": list(paper_ids)}})
-        if where:
-            clauses.append(where)
-        flt = clauses[0] if len(clauses) == 1 else {"$and": clauses}
-        return list(self.iter_metadata(where=flt))
+        if paper_ids is not None and not paper_ids:
+            return []
+        flt = rows.all_of(rows.FIRST_CHUNK, rows.ids_in(paper_ids) if paper_ids is not None else None, where)
+        return [rows.read_paper(md) for md in self.iter_metadata(where=flt)]
 
     @_guarded
     def nearest(self, embedding: np.ndarray, n: int, where: dict[str, Any] | None = None
@@ -390,7 +385,7 @@ class ChromaStore:
             return []
         res = self.collection.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)],
                                     n_results=n, where=where, include=["distances"])
-        return [(cid, cid.rsplit("#", 2)[0], 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
+        return [(cid, rows.paper_of_chunk(cid), 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
 
     @_guarded
     def documents(self, chunk_ids: Sequence[str]) -> dict[str, str]:

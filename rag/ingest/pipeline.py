@@ -15,10 +15,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from rag.analysis import name_key
 from rag.errors import InputError
 from rag.index.embeddings import Embedder
-from rag.index.store import ChromaStore, ChunkRow, chunk_id
+from rag.index.rows import ABSTRACT_HASH, ARXIV_ID, DOI, chunk_id, chunk_metadata
+from rag.index.store import ChromaStore, ChunkRow
 from rag.ingest import loaders
 from rag.ingest.chunking import chunk_papers
 from rag.ingest.loaders.base import RecordProblem
@@ -26,7 +26,6 @@ from rag.quarantine import evidence_texts
 from rag.records import Paper
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass
@@ -54,27 +53,6 @@ class IngestReport:
         return {k: getattr(self, k) for k in ("added", "updated", "unchanged", "duplicates", "skipped", "failed",
                                               "embedded_chunks", "embedded_sentences", "problems",
                                               "file_errors")}
-
-
-def paper_metadata(paper: Paper, content_hash: str, index: int, n_chunks: int, llm_tokens: int) -> dict[str, Any]:
-    """Chunk metadata: the paper's fields for filtering and display (Chroma wants no None, no [])."""
-    md: dict[str, Any] = {
-        "paper_id": paper.id, "content_hash": content_hash, "chunk": index, "n_chunks": n_chunks,
-        "label": paper.label, "abstract_hash": paper.abstract_hash, "source": paper.source,
-        "llm_tokens": llm_tokens,
-    }
-    optional: dict[str, Any] = {
-        "title": paper.title, "year": paper.year, "venue": paper.venue, "url": paper.url, "doi": paper.doi,
-        "arxiv_id": paper.arxiv_id, "authors": paper.authors or None, "categories": paper.categories or None,
-    }
-    keys = sorted({k for a in paper.authors for k in (name_key(a), name_key(a).split(" ")[-1]) if k})
-    cats = sorted({name_key(c) for c in paper.categories if c.strip()})
-    optional["author_keys"] = keys or None
-    optional["category_keys"] = cats or None
-    if index == 0:
-        optional["abstract"] = paper.abstract
-    md.update({k: v for k, v in optional.items() if v is not None and v != ""})
-    return md
 
 
 class Ingestor:
@@ -172,15 +150,14 @@ class Ingestor:
                 self._seen[k] = p.id
             fresh.append(p)
         stored: dict[str, str] = {}
-        for fld, vals in (("doi", [p.doi for p in fresh]), ("arxiv_id", [p.arxiv_id for p in fresh]),
-                          ("abstract_hash", [p.abstract_hash for p in fresh])):
+        for fld, vals in ((DOI, [p.doi for p in fresh]), (ARXIV_ID, [p.arxiv_id for p in fresh]),
+                          (ABSTRACT_HASH, [p.abstract_hash for p in fresh])):
             for value, pid in self.store.find_by_keys(fld, [v for v in vals if v]).items():
                 stored[f"{fld}:{value}"] = pid
         out = []
         for p in fresh:
-            keys = (f"doi:{p.doi}", f"arxiv_id:{p.arxiv_id}", f"abstract_hash:{p.abstract_hash}")
-            hits = {stored.get(k) for k in keys}
-            hits.discard(None)
+            hits = {pid for k in (f"{DOI}:{p.doi}", f"{ARXIV_ID}:{p.arxiv_id}", f"{ABSTRACT_HASH}:{p.abstract_hash}")
+                    if (pid := stored.get(k))}
             if hits and p.id not in hits:
                 report.duplicates += 1
                 log.info("%s: already stored as %s, skipped", p.source, sorted(hits)[0])
@@ -224,7 +201,7 @@ class Ingestor:
             for p, h, cs in chunked:
                 for c in cs:
                     rows.append(ChunkRow(chunk_id(p.id, h, c.index), p.id, c.text, vectors[j],
-                                         paper_metadata(p, h, c.index, len(cs), c.llm_tokens)))
+                                         chunk_metadata(p, h, c.index, len(cs), c.llm_tokens)))
                     j += 1
             self._before_first_write()
             self.store.upsert(rows)

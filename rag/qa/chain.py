@@ -30,7 +30,7 @@ from langchain_core.runnables import RunnableLambda, RunnableSequence
 from rag.answer import Answer
 from rag.config import Settings
 from rag.errors import ConfigError, InputError, UpstreamError
-from rag.index.catalog import PaperQuery, paper_from_metadata
+from rag.index.catalog import PaperQuery
 from rag.limits import check_question
 from rag.qa.condense import (
     Condensed,
@@ -278,8 +278,8 @@ class AnswerChain:
             state.total_matches = 0 if allowed is None else len(allowed)
             if not hits and allowed is not None and len(allowed):  # nothing scored (an empty query): list them
                 ids = sorted(self.retriever.lexical.paper_ids[i] for i in allowed)[:state.k]
-                rows = {md["paper_id"]: md for md in self.runtime.store.papers(ids)}
-                hits = [PaperHit(p, 0.0, paper=paper_from_metadata(rows[p])) for p in ids if p in rows]
+                stored = {p.id: p for p in self.runtime.store.papers(ids)}
+                hits = [PaperHit(p, 0.0, paper=stored[p]) for p in ids if p in stored]
         state.hits = hits
         state.query_vector = self.evidence.embed([query])[0]
         for name, ms in result.timings.items():

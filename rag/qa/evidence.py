@@ -14,13 +14,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
 from rag.analysis import analyze
 from rag.index.embeddings import Embedder
 from rag.quarantine import sentences_of
+from rag.records import StoredPaper
 from rag.text import plain_text
 
 IdfFn = Callable[[Iterable[str]], dict[str, float]]
@@ -121,9 +121,9 @@ def entities(question: str) -> list[frozenset[str]]:
     return out
 
 
-def _paper_key(paper: dict[str, Any]) -> str:
-    h = hashlib.sha1((paper.get("abstract") or "").encode()).hexdigest()[:16]
-    return f"{paper.get('id')}#{h}"
+def _paper_key(paper: StoredPaper) -> str:
+    h = hashlib.sha1(paper.abstract.encode()).hexdigest()[:16]
+    return f"{paper.id}#{h}"
 
 
 class EvidenceIndex:
@@ -170,14 +170,14 @@ class EvidenceIndex:
         return {t: (got.get(t) or top) for t in terms}
 
     # ---- papers -----------------------------------------------------------------------------
-    def papers(self, papers: Sequence[dict[str, Any]]) -> list[PaperEvidence]:
-        """Evidence for each paper dict (``rag.index.catalog.paper_from_metadata``); one batch embeds the new ones."""
+    def papers(self, papers: Sequence[StoredPaper]) -> list[PaperEvidence]:
+        """Evidence for each paper; one batch embeds the new ones."""
         keys = [_paper_key(p) for p in papers]
         with self._lock:
             have = {k: self._papers[k] for k in keys if k in self._papers}
         missing = [(k, p) for k, p in zip(keys, papers) if k not in have]
         if missing:
-            split = [(k, p, sentences_of(p.get("abstract") or "")) for k, p in missing]
+            split = [(k, p, sentences_of(p.abstract)) for k, p in missing]
             flat = [plain_text(s) for _, _, sents in split for s in sents]
             vecs = self.embedder.embed(flat) if flat else np.zeros((0, self.embedder.dim), np.float32)
             i = 0
@@ -185,9 +185,9 @@ class EvidenceIndex:
                 v = vecs[i:i + len(sents)]
                 i += len(sents)
                 terms = tuple(frozenset(analyze(plain_text(s))) for s in sents)
-                head = " ".join(x for x in (p.get("title") or "", p.get("label") or "") if x)
+                head = " ".join(x for x in (p.title or "", p.label) if x)
                 every = frozenset().union(*terms, analyze(head)) if terms else frozenset(analyze(head))
-                ev = PaperEvidence(str(p.get("id")), tuple(sents), terms, np.asarray(v, np.float32), every)
+                ev = PaperEvidence(p.id, tuple(sents), terms, np.asarray(v, np.float32), every)
                 have[k] = ev
                 with self._lock:
                     self._papers[k] = ev

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from rag.quarantine import code_like, is_instruction, quarantine, suspect
+from rag.records import StoredPaper
 from rag.text import split_sentences
 
 _WORD = re.compile(r"[^\W_][\w\-:]*", re.U)
@@ -43,7 +44,7 @@ def _opaque(text: str) -> set[str]:
         u.casefold().rstrip(".,;:)]") for u in _URL.findall(text)}
 
 
-def payload_terms(papers: Iterable[dict[str, Any]], question: str = "") -> set[str]:
+def payload_terms(papers: Iterable[StoredPaper], question: str = "") -> set[str]:
     """Words found in the quarantined text of ``papers`` (and instruction sentences of the question) but
     nowhere else in them or in the question: what an obeying model would add to its answer.
 
@@ -55,19 +56,19 @@ def payload_terms(papers: Iterable[dict[str, Any]], question: str = "") -> set[s
     opaque_suspect: set[str] = set()
     opaque_clean: set[str] = set()
     for p in papers:
-        sents = split_sentences(str(p.get("abstract") or ""))
+        sents = split_sentences(p.abstract)
         bad = quarantine(sents)
         for i, s in enumerate(sents):
             (flagged if i in bad else clean).update(_tokens(s))
             if i not in bad:
                 (opaque_suspect if suspect(s) else opaque_clean).update(_opaque(s))
-        for head in (p.get("title"), p.get("label")):
+        for head in (p.title, p.label):
             if head:
                 opaque_clean.update(_opaque(str(head)))
-        for head in (p.get("title"), p.get("label")):
+        for head in (p.title, p.label):
             if head:
                 (flagged if is_instruction(str(head)) else clean).update(_tokens(str(head)))
-        for a in p.get("authors") or []:
+        for a in p.authors:
             clean.update(_tokens(str(a)))
     q_sents = split_sentences(question)
     q_bad = quarantine(q_sents)
@@ -89,7 +90,7 @@ def _payload_hit(sentence: str, payload: set[str]) -> bool:
     return len(hits) >= 2 and len(hits) * 2 >= len(words)
 
 
-def guard_text(text: str, papers: Iterable[dict[str, Any]], question: str = "") -> tuple[str, int]:
+def guard_text(text: str, papers: Iterable[StoredPaper], question: str = "") -> tuple[str, int]:
     """``text`` without the sentences that follow an injection: those that are instructions themselves or
     carry a payload term (see ``payload_terms``). Returns the kept text and the number of sentences dropped;
     line structure (reference lines) is kept."""

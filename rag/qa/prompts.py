@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from rag.qa.injection import drop_markers
 from rag.quarantine import is_instruction, quarantine
+from rag.records import StoredPaper
 from rag.text import split_sentences
 
 CANNOT_ANSWER = "I can't answer that from the papers in this collection."
@@ -78,20 +78,20 @@ def untrusted_abstract(abstract: str) -> str:
     return neutralise(drop_markers(abstract))
 
 
-def source_header(n: int, paper: dict[str, Any]) -> str:
+def source_header(n: int, paper: StoredPaper) -> str:
     """The one-line heading of source ``n``: label, authors, year, categories."""
-    authors = list(paper.get("authors") or [])
+    authors = paper.authors
     who = ", ".join(authors[:4]) + (" et al." if len(authors) > 4 else "")
-    bits = [b for b in (who, str(paper.get("year") or ""), "; ".join(paper.get("categories") or [])) if b]
-    label = paper.get("title") or paper.get("label") or paper.get("id")
-    if is_instruction(str(label)):
+    bits = [b for b in (who, str(paper.year or ""), "; ".join(paper.categories)) if b]
+    label = paper.heading
+    if is_instruction(label):
         label = "(title withheld: it reads as an instruction)"
     return neutralise(f"[{n}] {label}" + (f" ({' · '.join(bits)})" if bits else ""))
 
 
-def format_source(n: int, paper: dict[str, Any], abstract: str | None = None) -> str:
+def format_source(n: int, paper: StoredPaper, abstract: str | None = None) -> str:
     """One numbered source inside the untrusted block (see ``untrusted_abstract``)."""
-    body = untrusted_abstract(abstract if abstract is not None else paper.get("abstract") or "")
+    body = untrusted_abstract(abstract if abstract is not None else paper.abstract)
     return f'<source n="{n}">\n{source_header(n, paper)}\n{body}\n</source>'
 
 

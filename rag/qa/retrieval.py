@@ -12,16 +12,17 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from rag.analysis import analyze, name_key
 from rag.config import RetrievalSettings
-from rag.index.catalog import PaperQuery, paper_from_metadata, to_where
+from rag.index.catalog import PaperQuery, to_where
 from rag.index.embeddings import Embedder
 from rag.index.lexical import LexicalIndex, paper_text
 from rag.index.store import ChromaStore
+from rag.records import StoredPaper
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class PaperHit:
     dense: float | None = None  # cosine of the best chunk
     bm25: float | None = None
     chunk: str = ""  # text of the best-matching chunk
-    paper: dict[str, Any] = field(default_factory=dict)
+    paper: StoredPaper = field(kw_only=True)  # what answers quote and citations show
 
 
 @dataclass
@@ -109,16 +110,16 @@ class Retriever:
         return [(pid, s, cid) for pid, (s, cid) in ranked]
 
     # ---- pseudo-relevance feedback ----------------------------------------------------------
-    def _expand_terms(self, query_terms: dict[str, float], feedback: list[dict[str, Any]],
+    def _expand_terms(self, query_terms: dict[str, float], feedback: list[StoredPaper],
                       n_terms: int = 10, weight: float = 0.5) -> dict[str, float]:
         """RM3-style: add the feedback papers' most characteristic terms at a fraction of the weight."""
-        tf: Counter[str] = Counter()
-        for md in feedback:
-            terms = _terms(paper_text(md))
+        tf: dict[str, float] = {}
+        for paper in feedback:
+            terms = _terms(paper_text(paper))
             if not terms:
                 continue
             for t, c in Counter(terms).items():
-                tf[t] += c / len(terms)
+                tf[t] = tf.get(t, 0.0) + c / len(terms)
         idf = self.lexical.idf(tf)
         scored = sorted(((tf[t] * idf[t], t) for t in tf if t not in query_terms and idf[t] > 1.0), reverse=True)
         chosen = scored[:n_terms]
@@ -159,14 +160,14 @@ class Retriever:
         timings["dense_ms"] = (time.perf_counter() - t1) * 1000
 
         fused = self._fuse(bm25, dense)
-        fetched: dict[str, dict[str, Any]] = {}  # paper rows already read in this search
+        fetched: dict[str, StoredPaper] = {}  # papers already read in this search
         if use_prf and self.cfg.feedback_skip_agree and bm25 and dense and bm25[0][0] == dense[0][0]:
             use_prf = False  # both retrievers already agree on the answer: a pointed, known-item question
         if use_prf and fused and self.mode == "hybrid":
             t1 = time.perf_counter()
             top = sorted(fused, key=lambda p: -fused[p])[: self.cfg.feedback_docs]
             fb = self.store.papers(top)
-            fetched.update((md["paper_id"], md) for md in fb)
+            fetched.update((p.id, p) for p in fb)
             bm25_fb = self.bm25_rank(self._expand_terms(q_terms, fb), n, allowed)
             dense_fb = dense
             if qvec is not None:
@@ -209,30 +210,30 @@ class Retriever:
 
     def _materialise(self, ids: list[str], fused: dict[str, float], bm25: list[tuple[str, float]],
                      dense: list[tuple[str, float, str]], k: int,
-                     fetched: dict[str, dict[str, Any]] | None = None) -> list[PaperHit]:
-        """Paper metadata for the top ids, near-duplicates dropped, k kept."""
+                     fetched: dict[str, StoredPaper] | None = None) -> list[PaperHit]:
+        """The stored papers of the top ids, near-duplicates dropped, k kept."""
         if not ids:
             return []
         rows = dict(fetched or {})
         missing = [p for p in ids if p not in rows]
         if missing:
-            rows.update((md["paper_id"], md) for md in self.store.papers(missing))
+            rows.update((p.id, p) for p in self.store.papers(missing))
         b = dict(bm25)
         d = {pid: (s, cid) for pid, s, cid in dense}
         texts = self.store.documents([d[p][1] for p in ids if p in d])
         out: list[PaperHit] = []
-        seen_terms: list[set[str]] = []
+        seen_terms: list[frozenset[str]] = []
         for pid in ids:
-            md = rows.get(pid)
-            if md is None:  # stale hit (paper removed meanwhile)
+            paper = rows.get(pid)
+            if paper is None:  # stale hit (paper removed meanwhile)
                 continue
-            terms = _term_set(md.get("abstract", ""))
+            terms = _term_set(paper.abstract)
             if any(len(terms & s) / max(1, len(terms | s)) > 0.8 for s in seen_terms):
                 continue  # a near-duplicate must not crowd out another paper
             seen_terms.append(terms)
             ds = d.get(pid)
             out.append(PaperHit(pid, fused[pid], ds[0] if ds else None, b.get(pid),
-                                texts.get(ds[1], "") if ds else "", paper_from_metadata(md)))
+                                texts.get(ds[1], "") if ds else "", paper=paper))
             if len(out) >= k:
                 break
         return out

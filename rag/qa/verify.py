@@ -161,8 +161,7 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
         old = order[n - 1]
         summary = gen.summaries.get(old) or " ".join(s.text for s in stmts if n in s.cites)[:600]
         citations.append(Citation(
-            n=n, paper_id=hit.paper_id, title=str(p.get("title") or p.get("label") or hit.paper_id),
-            authors=list(p.get("authors") or []), categories=list(p.get("categories") or []), year=p.get("year"),
-            abstract=str(p.get("abstract") or ""), summary=summary, evidence=evidence_text,
-            supported=bool(scores[n]) and min(scores[n]) >= SUPPORTED, url=p.get("url")))
+            n=n, paper_id=hit.paper_id, title=p.heading, authors=list(p.authors), categories=list(p.categories),
+            year=p.year, abstract=p.abstract, summary=summary, evidence=evidence_text,
+            supported=bool(scores[n]) and min(scores[n]) >= SUPPORTED, url=p.url))
     return Verified(text.strip(), citations, gen.answerable, warnings)

@@ -138,10 +138,10 @@ def _finish(sentence: str) -> str:
 def _display_label(hit: PaperHit) -> str:
     """The paper's title or label, unless it carries an injected instruction or its payload: then its
     authors and year (the card still shows the title, escaped, as data)."""
-    label = str(hit.paper.get("title") or hit.paper.get("label") or hit.paper_id)
+    label = hit.paper.heading
     if is_instruction(label) or _tokens_of(label) & payload_terms([hit.paper]):
-        who = short_authors(list(hit.paper.get("authors") or [])) or "Untitled"
-        year = hit.paper.get("year")
+        who = short_authors(list(hit.paper.authors)) or "Untitled"
+        year = hit.paper.year
         return f"{who} ({year})" if year else f"{who} ({hit.paper_id})"
     return label
 
@@ -304,7 +304,7 @@ class ExtractiveGenerator:
         sources = [hits[i] for i in order]
         summaries: dict[int, str] = {}
         for n, i in enumerate(order, start=1):
-            authors = list(hits[i].paper.get("authors") or [])
+            authors = list(hits[i].paper.authors)
             mine = sorted((p for p in picks if p.paper == i), key=lambda p: p.sentence)
             named = False
             for p in mine:
@@ -335,7 +335,7 @@ class ExtractiveGenerator:
         summaries: dict[int, str] = {}
         for n, (hit, ev) in enumerate(zip(hits, evs), start=1):
             idx, text = self._main(ev)
-            summary = _finish(attribute(text, list(hit.paper.get("authors") or []), first=True)) if text else ""
+            summary = _finish(attribute(text, list(hit.paper.authors), first=True)) if text else ""
             if summary:
                 vec = ev.vectors[idx].mean(axis=0)
                 self.evidence.remember(summary, vec / max(float(np.linalg.norm(vec)), 1e-9))

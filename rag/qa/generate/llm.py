@@ -51,7 +51,7 @@ def fit_sources(hits: list[PaperHit], budget: int) -> tuple[str, list[PaperHit],
         notes.append(f"{len(hits) - len(kept)} lower-ranked paper(s) left out to fit llm.context_tokens={budget}")
     if kept and tokens.count_tokens(text) > budget:
         overhead = tokens.count_tokens(block(kept, ""))
-        abstract = str(kept[-1].paper.get("abstract") or "")
+        abstract = kept[-1].paper.abstract
         room = max(0, budget - overhead - 2)
         text = block(kept, tokens.truncate_tokens(abstract, room).rstrip() + " \u2026")
         notes.append(f"the abstract of [{len(kept)}] was cut to fit llm.context_tokens={budget}")
