@@ -32,8 +32,9 @@ chat: $(STAMP) ## the same conversation in the terminal
 browser: ## install Debian's chromium for the browser tests (needs root)
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
-test: $(STAMP) browser ## run lint and the whole test suite (installs Debian's chromium for the browser tests)
+test: $(STAMP) browser ## run lint, mypy and the whole test suite (installs Debian's chromium for the browser tests)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 eval: $(STAMP) ## answer-quality eval of the seed set, gated by evals/thresholds.toml → eval-reports/seed/

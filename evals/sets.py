@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,7 +151,7 @@ def set_corpus(set_path: Path) -> list[Path] | None:
     return expand_corpus(entries, base=side.parent, named_by=side)
 
 
-def expand_corpus(entries: list[str | Path], base: Path | None = None, named_by: Path | None = None) -> list[Path]:
+def expand_corpus(entries: Sequence[str | Path], base: Path | None = None, named_by: Path | None = None) -> list[Path]:
     """Files for corpus entries (file, folder, glob or ``@sample``), in order, each once. Relative entries are
     taken from ``base`` (default: the working directory). An entry that finds no file is an InputError."""
     out: list[Path] = []

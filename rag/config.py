@@ -174,7 +174,7 @@ class Settings(BaseSettings):
         """True when answers are extractive because no LLM endpoint is configured."""
         return not self.llm.base_url
 
-    def with_overrides(self, **sections: dict[str, Any]) -> Settings:
+    def with_overrides(self, **sections: Any) -> Settings:
         """A copy with some nested fields replaced, validated like the original."""
         data = self.model_dump()
         for name, values in sections.items():

@@ -79,7 +79,7 @@ class SentenceTransformerEmbedder:
         # oneDNN caches compiled kernels per input shape, and exact-length batching makes a new shape for
         # almost every batch: with it on, ingest RSS grew ~0.5 GB per 1,000 papers (1.7 GB at 10k papers).
         # Torch's own CPU kernels run MiniLM as fast here (18–19 texts/s either way, measured) in flat memory.
-        torch.backends.mkldnn.enabled = False
+        torch.backends.mkldnn.enabled = False  # type: ignore[assignment]  # torch stubs type the flag as a property
         if cfg.model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
             path = bundled_model_path()
             verify_sha256(path / "model.safetensors", DEFAULT_MODEL_SHA256)

@@ -156,8 +156,8 @@ class Ingestor:
                 stored[f"{fld}:{value}"] = pid
         out = []
         for p in fresh:
-            hits = {pid for k in (f"{DOI}:{p.doi}", f"{ARXIV_ID}:{p.arxiv_id}", f"{ABSTRACT_HASH}:{p.abstract_hash}")
-                    if (pid := stored.get(k))}
+            hits = {hit for k in (f"{DOI}:{p.doi}", f"{ARXIV_ID}:{p.arxiv_id}", f"{ABSTRACT_HASH}:{p.abstract_hash}")
+                    if (hit := stored.get(k))}
             if hits and p.id not in hits:
                 report.duplicates += 1
                 log.info("%s: already stored as %s, skipped", p.source, sorted(hits)[0])
