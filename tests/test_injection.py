@@ -57,7 +57,7 @@ def _hostile_store(home: Path, embedder: Any, papers: list[dict[str, Any]]) -> I
             hostile.write_text(json.dumps(papers, ensure_ascii=False))
             report = rt.ingestor(progress=False).ingest([*SAMPLE, hostile])
             assert report.added == len(papers) + 40, report.summary()
-            known = {md["paper_id"] for md in rt.store.papers()}
+            known = {p.id for p in rt.store.papers()}
             yield {"chain": AnswerChain(rt), "known": known, "llm": llm}
         finally:
             rt.close()

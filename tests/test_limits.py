@@ -14,6 +14,7 @@ from rag.config import LimitSettings, get_settings
 from rag.errors import BudgetExceeded, InputError, PaperchatError
 from rag.ingest.loaders import load
 from rag.qa.prompts import SYSTEM_PROMPT, USER_TEMPLATE, format_source, sources_block
+from rag.records import StoredPaper
 from ui import services
 
 ABSTRACT = "We propose okapi kernels, periodic covariance functions that forecast tidal heights well."
@@ -60,7 +61,8 @@ def test_question_length_through_paperchat_ask(monkeypatch: pytest.MonkeyPatch, 
 
 # ---- tokens per request --------------------------------------------------------------------------------
 def _prompt(abstracts: list[str], question: str) -> list[str]:
-    block = sources_block([format_source(i + 1, {"title": f"P{i}", "abstract": a}) for i, a in enumerate(abstracts)])
+    papers = [StoredPaper(f"p{i}", f"P{i}", title=f"P{i}", abstract=a) for i, a in enumerate(abstracts)]
+    block = sources_block([format_source(i + 1, p) for i, p in enumerate(papers)])
     return [SYSTEM_PROMPT, USER_TEMPLATE.format(sources=block, question=question)]
 
 
