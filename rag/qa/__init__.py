@@ -1,1 +1,1 @@
-"""Answer flow: question filters → condense → retrieve → evidence → generate → verify, wired by the chain."""
+"""Answer flow: question filters → condense → retrieve → generate (over sentence evidence) → guard → verify, wired by the chain."""
