@@ -42,6 +42,16 @@ def clean_doi(raw: str | None) -> str | None:
     return s if _DOI.match(s) else None
 
 
+def authors_short(authors: list[str]) -> str:
+    """How a label names the authors: "Rudin", "Cheng & Amiri", "Miao et al." ("" with no authors)."""
+    if not authors:
+        return ""
+    last = authors[0].split()[-1] if authors[0].split() else authors[0]
+    if len(authors) == 1:
+        return last
+    return f"{last} & {authors[1].split()[-1]}" if len(authors) == 2 and authors[1].split() else f"{last} et al."
+
+
 @dataclass
 class Paper:
     """One paper as paperchat stores it. ``abstract`` is display text (Markdown, ``$math$`` kept)."""
@@ -73,22 +83,21 @@ class Paper:
         """A heading that is never empty: the title, else first authors + the paper's key phrase."""
         if self.title:
             return self.title
-        who = ""
-        if self.authors:
-            last = self.authors[0].split()[-1] if self.authors[0].split() else self.authors[0]
-            who = last if len(self.authors) == 1 else (
-                f"{last} & {self.authors[1].split()[-1]}" if len(self.authors) == 2 else f"{last} et al."
-            )
+        who = authors_short(self.authors)
         phrase = key_phrase(self.abstract)
         if who and phrase:
             return f"{who}: {phrase}"
         return who or phrase or f"Paper {self.id}"
 
     def content_hash(self) -> str:
-        """Hash of everything stored for the paper; a changed hash means 'update in place'."""
+        """Hash of everything stored for the paper; a changed hash means 'update in place'.
+
+        The label is stored too and derived by code (``rag.contribution``), so it is part of the hash: when
+        labelling improves, the next ingest of the same files rewrites exactly the papers whose label changed."""
         data = asdict(self)
         data.pop("source_file")
         data.pop("source_line")
+        data["label"] = self.label
         return hashlib.sha1(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:

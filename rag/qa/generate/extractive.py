@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag import contribution
 from rag.qa.evidence import (
     EvidenceIndex,
     PaperEvidence,
@@ -41,8 +42,6 @@ _RELEASE = re.compile(r"https?://|\b(?:code|implementation|data(?:set)?s?|models
                       r"public(?:ly)?)\b", re.I)
 _BACKGROUND = re.compile(r"^(?:however|despite|although|while|recent(?:ly)?|existing|current(?:ly)?|traditional(?:ly)?|"
                          r"prior|previous|most|many|conventional)\b", re.I)
-_MAIN = re.compile(r"\b(?:we|this (?:paper|work|study))\s+(?:\w+ly\s+|also\s+|first\s+)?(?:propose|introduce|present|"
-                   r"develop|design)", re.I)
 _SUBJECT = re.compile(r"^(?:(?:in|with) this (?:paper|work|study|article),?\s+|here,?\s+|to this end,?\s+)?we\s+", re.I)
 _THIS_WORK = re.compile(r"^this (paper|work|study|article)\b", re.I)
 _ADVERB = re.compile(r"^((?:\w+ly|also|further|then|first|next|finally|here)\s+)?([a-z]+)\b(.*)$", re.S)
@@ -279,23 +278,31 @@ class ExtractiveGenerator:
         return picks
 
     def _contribution(self, ev: PaperEvidence, row: list[SentenceScore], used: set[int]) -> tuple[list[int], str]:
-        """The sentence(s) saying what the paper contributes, preferring ones not already in the synthesis."""
-        cands = [s for s in row if s.sentence not in used and self._usable(ev, s.sentence)]
+        """The sentence(s) saying what the paper contributes, preferring ones not already in the synthesis: the
+        contribution sentence (``rag.contribution``), else the finding or result closest to the question; a
+        background sentence only when the abstract has nothing else left."""
+        cands = [s for s in row if s.sentence not in used and self._usable(ev, s.sentence)
+                 and not _RELEASE.search(ev.sentences[s.sentence])]
         if not cands:
             return [], ""
-        best = max(cands, key=lambda s: s.score + (0.2 if _CONTRIBUTION.search(ev.sentences[s.sentence]) else 0.0))
+        c = contribution.analyse(ev.sentences)
+        # The role decides (a proposal or finding over a result over anything else); the question breaks ties.
+        best = max(cands, key=lambda s: (s.sentence == c.main, c.roles[s.sentence] != contribution.Role.BACKGROUND,
+                                         min(int(c.roles[s.sentence]), int(contribution.Role.FINDING)), s.score))
         idx = [best.sentence]
         nxt = best.sentence + 1
-        if len(ev.sentences[best.sentence].split()) < 14 and nxt < len(ev.sentences) and nxt not in used:
+        if len(ev.sentences[best.sentence].split()) < 14 and nxt < len(ev.sentences) and nxt not in used \
+                and c.roles[nxt] != contribution.Role.BACKGROUND:
             idx.append(nxt)
         return idx, " ".join(ev.sentences[i] for i in idx)
 
     def _main(self, ev: PaperEvidence) -> tuple[list[int], str]:
-        """What a paper is about, question aside: its "we propose…" sentence, else its first finding."""
-        for pattern in (_MAIN, _CONTRIBUTION):
-            for i, text in enumerate(ev.sentences):
-                if pattern.search(text) and self._usable(ev, i) and not _RELEASE.search(text):
-                    return [i], text
+        """What a paper is about, question aside: its contribution sentence (``rag.contribution``), else its
+        best-ranked sentence that is not background."""
+        c = contribution.analyse(ev.sentences)
+        for i in c.ranked():
+            if self._usable(ev, i) and not _RELEASE.search(ev.sentences[i]):
+                return [i], ev.sentences[i]
         return ([0], ev.sentences[0]) if ev.sentences else ([], "")
 
     def _render(self, hits: list[PaperHit], evs: list[PaperEvidence], rows: list[list[SentenceScore]],

@@ -1,0 +1,334 @@
+"""What an abstract contributes: which sentence states it, and the short label that names it.
+
+Shared by ingest (the label of an untitled paper, ``Paper.label``) and answers (the summary line of a cited or
+listed paper), so both agree on what a paper is about. A leaf over ``rag.text``: it imports nothing that
+answers or the index use.
+
+Rules, meant for any abstract (nothing here knows a particular paper):
+
+- A sentence is *background* when it sets the scene rather than speaking of the paper's own work: it comes
+  before the abstract first says "we/our/this paper", or it opens with a contrast or a survey of the field
+  ("However…", "Recent work…", "Existing methods…") or says what is missing ("remains a challenge"), and it
+  has no "we propose/show…" of its own.
+- The *contribution* sentence is the one where the authors propose, introduce or present their method (best
+  when it names it), or, with no such sentence, where they show, find or prove their main result. A method
+  proposed "also"/"further"/"additionally" is a part of the main one; a dataset, benchmark or task they build
+  counts for less than the method they build on it.
+- The *label* comes from the contribution sentence only, so a component defined elsewhere in the abstract
+  ("we also design a GradCAM-guided Mask (GM)") never names the paper: the method's own name with what it is
+  ("EPPO: Energy loss-aware PPO algorithm"), else the object of "we propose" ("Efficient algorithm for
+  hierarchical k-median clustering"), else the finding ("Many capabilities are highly localized to…").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import IntEnum
+
+from rag.text import plain_text_keep_emphasis, split_sentences
+
+_WE = r"(?:we|this (?:paper|work|study|article)|here(?:,)? we|our (?:work|paper|study))"
+_ADV = r"(?:\w+ly\s+|also\s+|further\s+|then\s+|first\s+|here\s+|thus\s+|therefore\s+|now\s+)?"
+_PROPOSE_VERBS = (r"propos|introduc|present|develop|design|devis|build|buil|construct|formulat|creat|offer|"
+                  r"put forward|establish a|establish an|establish the")
+_FIND_VERBS = (r"show|find|found|prove|demonstrat|reveal|identif|establish|discover|observ|uncover|"
+               r"characteriz|characteris|derive|obtain|report|confirm|highlight")
+_STUDY_VERBS = r"stud|investigat|analy[sz]|explor|examin|revisit|consider|tackl|address|focus"
+_OWN = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_PROPOSE_VERBS}|{_FIND_VERBS}|{_STUDY_VERBS})\w*", re.I)
+_PROPOSE = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_PROPOSE_VERBS})\w*|"
+                      r"\bwe\b[^.;]{0,250}?\band\s+(?:then\s+)?(?:introduce|propose|present|develop|design)\b", re.I)
+_FIND = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_FIND_VERBS})\w*\b(?:[^.;]{{0,90}}?)\s+(?:that|how|whether)\b|"
+                   r"\b(?:our|these|the)\s+(?:\w+\s+)?(?:results?|findings?|analys[ie]s|experiments?|theory|"
+                   r"evaluations?)\s+(?:\w+ly\s+)?(?:show|suggest|reveal|demonstrate|indicate|establish|prove)",
+                   re.I)
+_STUDY = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_STUDY_VERBS})\w*", re.I)
+_RESULT = re.compile(r"\b(?:experiments?|results?|evaluations?|empirically|extensive)\b.{0,80}\b(?:show|demonstrat|"
+                     r"outperform|achiev|improv|reduc|surpass|yield|match)|\b(?:outperform|surpass)s?\b", re.I)
+_VOICE = re.compile(r"\b(?:we|our|us)\b|\bthis (?:paper|work|study|article)\b", re.I)
+_PART = re.compile(r"^(?:furthermore|moreover|additionally|in addition|also|besides|finally)\b|"
+                   rf"\b{_WE}\s+(?:also|further|additionally)\s+(?!propos)", re.I)
+_OPENS_BACKGROUND = re.compile(r"^(?:however|despite|although|though|while|whereas|yet|unfortunately|nevertheless|"
+                               r"recent(?:ly)?|existing|current(?:ly)?|traditional(?:ly)?|prior|previous(?:ly)?|"
+                               r"most|many|conventional|typically|often|in recent|over the past|"
+                               r"as \w+ (?:grow|become))\b",
+                               re.I)
+_SAYS_MISSING = re.compile(r"\b(?:remains?|remained)\s+(?:a\s+|an\s+)?(?:\w+\s+)?(?:challenge|open|unclear|"
+                           r"under-?explored|unknown|limited|difficult|elusive)|\b(?:suffers?|struggles?)\b|"
+                           r"\b(?:have|has) (?:achieved|attracted|gained|shown|demonstrated|emerged)\b|"
+                           r"\blimitations?\b|\bfails? to\b|\bis (?:a|an) (?:fundamental|central|key|important)\b",
+                           re.I)
+_RELEASE = re.compile(r"https?://|\b(?:code|implementation)\b[^.]{0,60}\b(?:available|released?|public(?:ly)?)\b",
+                      re.I)
+_DATA_WORDS = re.compile(r"\b(?:dataset|data set|benchmark|corpus|suite|task|testbed|leaderboard)s?\b", re.I)
+_NOVEL = re.compile(r"\b(?:novel|new|first|simple|general|unified|principled)\b", re.I)
+_ACRONYM_DEF = re.compile(r"((?:[\w\-–²]+\s+){0,9}[\w\-–²]+)\s+\(([A-Z][A-Za-z0-9\-]*[A-Z0-9][A-Za-z0-9\-]*)\)")
+_CALLED = re.compile(r"\b(?:called|named|namely|dubbed|termed|coined|entitled)\s+\*{0,2}([A-Z][\w\-]*[A-Za-z0-9]"
+                     r"(?:\s+[A-Z][\w\-]*){0,4})")
+# A coined name: an inner capital, a digit or a hyphen joining capitalised parts (FedGMT, P2L, Self-Debias).
+_COINED = re.compile(r"(?<![\w\-])([A-Z][a-z]*[A-Z0-9][\w]*(?:-[\w]+)*|[A-Z][a-z]+(?:-[A-Z][\w]*)+|"
+                     r"[A-Z]{2,}-[a-z]+)(?![\w\-])")
+# "we present Mechanistic PDE Networks": a run of capitalised words right after the verb (and an article).
+_TITLE_RUN = re.compile(r"\b(?:propose|introduce|present|develop|design)s?\s+(?:the\s+|a\s+|an\s+)?"
+                        r"((?:[A-Z][\w\-]*\s+){0,5}[A-Z][\w\-]*)(?=\s*(?:[,–—(:]|\s+-\s))")
+_EMPHASIS = re.compile(r"\*{1,2}([^*]{2,80}?)\*{1,2}")
+_STOP_TAIL = {"a", "an", "the", "of", "and", "or", "to", "for", "in", "on", "with", "by", "via", "from", "that",
+              "which", "its", "their", "as", "at", "is", "are", "while", "whose", "into", "both"}
+# Field-wide acronyms an abstract defines in passing: never the paper's own contribution.
+BACKGROUND_ACRONYMS = {"LLM", "LM", "RL", "ML", "AI", "NLP", "DNN", "CNN", "RNN", "GNN", "VLM", "MLLM", "RLHF", "FL",
+                       "SGD", "MDP", "KL", "GPU", "VQA", "QA", "MT", "ASR", "SE", "CV", "LVLM", "NN", "PDE", "MoE",
+                       "MOE", "OOD", "SOTA", "KV", "TTFT", "RAG", "MIA", "DP", "VRP", "PPO", "SAM", "LoRA", "PEFT",
+                       "SSM", "CoT", "MAS", "UAD", "HtFL", "RR", "EVT", "IAR", "DM"}
+_GENERIC = {"model", "method", "framework", "approach", "algorithm", "technique", "system", "architecture"}
+MAX_WORDS = 12
+MAX_CHARS = 80
+
+
+class Role(IntEnum):
+    """What a sentence does in the abstract, from least to most worth summarising."""
+
+    BACKGROUND = 0
+    OTHER = 1
+    STUDY = 2  # "we study / investigate X": the topic, not yet the result
+    RESULT = 3  # an experiment's outcome
+    PART = 4  # a part of the method ("we also design…")
+    FINDING = 5  # "we show that…", "our results show…"
+    PROPOSAL = 6  # "we propose X"
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """An abstract's sentences (display text), the role of each, and the one that states the contribution."""
+
+    sentences: tuple[str, ...]
+    roles: tuple[Role, ...]
+    main: int | None  # index of the contribution sentence; None when the abstract never states one
+
+    def ranked(self) -> list[int]:
+        """Sentence indices, best statement of the contribution first (background last)."""
+        return sorted(range(len(self.sentences)), key=lambda i: (i != self.main, -self.roles[i], i))
+
+
+def _role(sentence: str, index: int, first_voice: int | None) -> Role:
+    s = sentence.strip()
+    own = _OWN.search(s)
+    if _PROPOSE.search(s) and not _FIND.search(s[:_PROPOSE.search(s).start()]):  # type: ignore[union-attr]
+        return Role.PART if _PART.search(s) else Role.PROPOSAL
+    if _FIND.search(s):
+        return Role.FINDING
+    if own and _STUDY.search(s):
+        return Role.STUDY
+    if first_voice is not None and index < first_voice:
+        return Role.BACKGROUND
+    if _OPENS_BACKGROUND.match(s) or (_SAYS_MISSING.search(s) and not _VOICE.search(s)):
+        return Role.BACKGROUND
+    if _RESULT.search(s):
+        return Role.RESULT
+    if first_voice is None and index == 0:
+        return Role.BACKGROUND
+    return Role.OTHER
+
+
+def _weight(sentence: str, role: Role) -> float:
+    """How well a sentence of a role states the main contribution (higher is better)."""
+    w = float(role)
+    if role == Role.PROPOSAL:
+        if method_name(sentence):
+            w += 1.0
+        if _NOVEL.search(sentence):
+            w += 0.3
+        # "we construct a dataset / propose a task": a contribution, but the method built on it is the main one
+        obj = _object_of(sentence) or ""
+        if _DATA_WORDS.search(obj.split(",")[0]) and not method_name(sentence, skip_data=True):
+            w -= 1.5
+    return w
+
+
+def analyse(sentences: list[str] | tuple[str, ...]) -> Contribution:
+    """Roles of the sentences of one abstract and its contribution sentence."""
+    sents = tuple(sentences)
+    first_voice = next((i for i, s in enumerate(sents) if _VOICE.search(s)), None)
+    roles = tuple(_role(s, i, first_voice) for i, s in enumerate(sents))
+    best: int | None = None
+    best_w = float(Role.STUDY)  # below this the abstract states no contribution of its own
+    for i, (s, r) in enumerate(zip(sents, roles)):
+        if _RELEASE.search(s) or len(s.split()) < 5:
+            continue
+        w = _weight(s, r)
+        if w > best_w:
+            best, best_w = i, w
+    if best is None:  # no proposal or finding: the first sentence in the authors' own voice, if any
+        best = next((i for i, r in enumerate(roles) if r == Role.STUDY), None)
+    return Contribution(sents, roles, best)
+
+
+def analyse_abstract(abstract: str) -> Contribution:
+    return analyse(split_sentences(abstract))
+
+
+# ---- labels -----------------------------------------------------------------------------------------------
+def _acronym_phrase(long: str, acr: str) -> str | None:
+    """The words of ``long`` that the acronym abbreviates (its letters, in order), or None."""
+    if acr.rstrip("s") in BACKGROUND_ACRONYMS:
+        return None
+    words = long.split()
+    letters = "".join(c for c in acr.upper() if c.isalpha())
+    for start in range(len(words) - 1, -1, -1):  # the shortest run of words that spells it
+        cand = words[start:]
+        initials = "".join(re.sub(r"[^A-Za-z]", "", w)[:1].upper() for w in cand)
+        parts = [p for w in cand for p in re.split(r"[-–]", w) if p]
+        part_initials = "".join(p[0].upper() for p in parts if p[0].isalpha())
+        caps = "".join(c for w in cand for c in w if c.isupper())
+        if letters in (initials, part_initials, caps) or (len(letters) >= 3 and caps.startswith(letters)
+                                                           and len(cand) <= len(letters) + 2):
+            return " ".join(cand)
+    # "Clean-Label Backdoor Attack on VLMs via Diffusion Models (CBV)": a title-cased run (short connectors
+    # allowed) that starts with the acronym's first letter names it too.
+    run: list[str] = []
+    for w in reversed(words):
+        if w[:1].isupper() or (run and w in ("on", "of", "for", "via", "with", "and", "to", "in", "from")):
+            run.insert(0, w)
+        else:
+            break
+    while run and not run[0][:1].isupper():
+        run.pop(0)
+    if sum(w[:1].isupper() for w in run) >= 2 and run[0][:1].upper() == letters[:1]:
+        return " ".join(run)
+    return None
+
+
+@dataclass(frozen=True)
+class _Name:
+    name: str  # what the paper calls its method: "EPPO", "Self-Debias"
+    long: str | None  # the words an acronym stands for, when defined
+    start: int
+    end: int
+
+
+def _names(sentence: str) -> list[_Name]:
+    text = sentence.replace("*", "")
+    out: list[_Name] = []
+    for m in _CALLED.finditer(text):
+        out.append(_Name(m.group(1), None, m.start(1), m.end(1)))
+    for m in _ACRONYM_DEF.finditer(text):
+        long = _acronym_phrase(m.group(1), m.group(2))
+        if long:
+            out.append(_Name(m.group(2), long, m.end(1) - len(long), m.end()))
+    for m in _TITLE_RUN.finditer(text):
+        one = " " not in m.group(1)
+        if one and sum(c.isupper() for c in m.group(1)) < 2 or m.group(1).rstrip("s") in BACKGROUND_ACRONYMS:
+            continue
+        if not any(n.start <= m.start(1) < n.end for n in out):
+            out.append(_Name(m.group(1), None, m.start(1), m.end(1)))
+    for m in _COINED.finditer(text):
+        w = m.group(1)
+        if w.rstrip("s") in BACKGROUND_ACRONYMS or any(n.start <= m.start(1) < n.end for n in out):
+            continue
+        if w.isupper() and "-" not in w and not any(c.isdigit() for c in w):
+            continue  # a bare all-caps word the sentence does not define is more likely a field acronym
+        out.append(_Name(w, None, m.start(1), m.end(1)))
+    return sorted(out, key=lambda n: n.start)
+
+
+def _is_called(text: str, n: _Name) -> bool:
+    return text[max(0, n.start - 12):n.start].strip().split(" ")[-1].lower() in (
+        "called", "named", "namely", "dubbed", "termed", "coined", "entitled")
+
+
+def method_name(sentence: str, skip_data: bool = True) -> _Name | None:
+    """The name the sentence gives to what it proposes (not a dataset, task or benchmark when ``skip_data``)."""
+    text = sentence.replace("*", "")
+    verb = _PROPOSE.search(text) or _OWN.search(text)
+    after = verb.end() - len(verb.group(0).split()[-1]) if verb else 0
+    # The name sits in the verb's object: a name further on is something the method uses or is compared to.
+    names = [n for n in _names(sentence) if n.end > after and (len(text[after:n.start].split()) <= 12 or _is_called(
+        text, n))]
+    good = []
+    for n in names:
+        around = (n.long or "") + " " + text[n.end:n.end + 12] + " " + text[max(0, n.start - 25):n.start]
+        if skip_data and _DATA_WORDS.search(around) and not re.search(
+                r"\b(?:model|method|framework|algorithm|approach|attack|network|architecture)\b", around, re.I):
+            continue
+        good.append(n)
+    called = [n for n in good if _is_called(text, n)]
+    return (called or good or [None])[0]
+
+
+def _object_of(sentence: str) -> str | None:
+    """What "we propose/show…" governs: the object, up to the end of its clause."""
+    text = sentence.replace("*", "")
+    m = _PROPOSE.search(text) or _FIND.search(text) or _STUDY.search(text)
+    if not m:
+        return None
+    rest = text[m.end():]
+    rest = re.sub(r"^\w*\s*", "", rest, count=1) if rest[:1].isalpha() else rest  # the verb's own ending
+    rest = re.sub(r"^(?:that|how|whether)\s+", "", rest.strip(), flags=re.I)
+    rest = re.sub(r"^(?:a|an|the)\s+", "", rest, flags=re.I)
+    return rest or None
+
+
+def _clip(phrase: str, max_words: int = MAX_WORDS, max_chars: int = MAX_CHARS) -> str:
+    """At most ``max_words`` words and ``max_chars`` characters, ending on a content word; "…" when cut."""
+    phrase = re.sub(r"\s+", " ", phrase).strip(" ,;:.")
+    cut = re.split(r"(?:,\s+(?:which|where|while|thus|thereby|and thus|leading|resulting|enabling|achieving|"
+                   r"allowing|making)\b|;|:\s|\s+[–—]\s+|\.\s)", phrase, maxsplit=1)[0]
+    words = cut.split()
+    clipped = len(words) > max_words or cut != phrase
+    words = words[:max_words]
+    while words and len(" ".join(words)) > max_chars:
+        words.pop()
+        clipped = True
+    while words and words[-1].lower().strip(",") in _STOP_TAIL:
+        words.pop()
+    out = " ".join(words).rstrip(" ,;:")
+    if not out:
+        return ""
+    out = out[0].upper() + out[1:]
+    return out + ("…" if clipped and len(cut.split()) > max_words else "")
+
+
+def _description(sentence: str, name: _Name) -> str:
+    """What the named method is: its appositive ("X, a framework that…"), else its purpose ("to …", "for …")."""
+    text = sentence.replace("*", "")
+    after = text[name.end:].lstrip(" )")
+    m = re.match(r",\s*(?:a|an|the)\s+(.+)", after)
+    if m:
+        return m.group(1)
+    m = re.match(r",\s*(\w+(?:ed|ing)\s+.+)", after) or re.match(r"(?:,\s*)?(?:to|for|that|which)\s+(.+)", after)
+    if m:
+        lead = after.lstrip(", ").split(" ", 1)[0]
+        return (lead + " " if lead in ("to", "for") else "") + m.group(1)
+    # "a novel copula-driven framework, namely FedX": the description before the name
+    before = text[:name.start]
+    m = re.search(r"\b(?:a|an|the)\s+(?:novel\s+|new\s+)?([^,]{3,80}?)\s*,?\s*"
+                  r"(?:called|named|namely|dubbed|termed)?\s*$", before, re.I)
+    return m.group(1) if m else ""
+
+
+def label_phrase(abstract: str) -> str:
+    """The label of an untitled paper: what its contribution sentence names ("" when it has none)."""
+    text = plain_text_keep_emphasis(abstract)
+    c = analyse(split_sentences(text))
+    if c.main is None:
+        return ""
+    sentence = c.sentences[c.main]
+    name = method_name(sentence) if c.roles[c.main] == Role.PROPOSAL else None
+    if name is not None:
+        head = f"{name.long} ({name.name})" if name.long else name.name
+        desc = "" if name.long and len(name.long.split()) > 3 else _description(sentence, name)
+        desc = re.sub(r"^(?:(?:novel|new|simple|general|first)\s+(?:and\s+\w+\s+)?)+", "", desc.strip(), flags=re.I)
+        if desc.casefold() in _GENERIC:
+            desc = ""
+        if desc and len(head.split()) < MAX_WORDS - 2:
+            body = _clip(desc, MAX_WORDS - len(head.split()), MAX_CHARS - len(head) - 2)
+            if body and body.casefold() != head.casefold():
+                return f"{head}: {body[0].lower() + body[1:] if not body[:2].isupper() else body}"
+        return head
+    obj = _object_of(sentence)
+    if not obj:
+        return ""
+    obj = re.sub(r"^(?:novel|new|simple|first)\s+", "", obj, flags=re.I)
+    named = _names(sentence)
+    if named and re.match(r"(?:it|they)\s", obj, re.I):  # "…demonstrate that it optimizes" → "PMD-mean optimizes"
+        obj = named[0].name + obj[obj.index(" "):]
+    return _clip(obj)
