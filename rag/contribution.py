@@ -139,7 +139,7 @@ def _weight(sentence: str, role: Role) -> float:
             w += 0.3
         # "we construct a dataset / propose a task": a contribution, but the method built on it is the main one
         obj = _object_of(sentence) or ""
-        if _DATA_WORDS.search(obj.split(",")[0]) and not method_name(sentence, skip_data=True):
+        if _DATA_WORDS.search(" ".join(obj.split()[:8])) and not method_name(sentence, skip_data=True):
             w -= 1.5
     return w
 
@@ -245,7 +245,7 @@ def method_name(sentence: str, skip_data: bool = True) -> _Name | None:
         text, n))]
     good = []
     for n in names:
-        around = (n.long or "") + " " + text[n.end:n.end + 12] + " " + text[max(0, n.start - 25):n.start]
+        around = (n.long or "") + " " + " ".join(text[n.end:].split()[:6]) + " " + text[max(0, n.start - 25):n.start]
         if skip_data and _DATA_WORDS.search(around) and not re.search(
                 r"\b(?:model|method|framework|algorithm|approach|attack|network|architecture)\b", around, re.I):
             continue
@@ -271,7 +271,9 @@ def _clip(phrase: str, max_words: int = MAX_WORDS, max_chars: int = MAX_CHARS) -
     """At most ``max_words`` words and ``max_chars`` characters, ending on a content word; "…" when cut."""
     phrase = re.sub(r"\s+", " ", phrase).strip(" ,;:.")
     cut = re.split(r"(?:,\s+(?:which|where|while|thus|thereby|and thus|leading|resulting|enabling|achieving|"
-                   r"allowing|making)\b|;|:\s|\s+[–—]\s+|\.\s)", phrase, maxsplit=1)[0]
+                   r"allowing|making)\b|;|:\s|\s+[–—]\s+|\.\s|,?\s+and\s+(?:\w+ly\s+)?(?:prove|show|demonstrate|"
+                   r"evaluate|establish|derive|provide|achieve|validate|analy[sz]e|apply|obtain)\w*\b)",
+                   phrase, maxsplit=1)[0]
     words = cut.split()
     clipped = len(words) > max_words or cut != phrase
     words = words[:max_words]

@@ -144,3 +144,27 @@ def test_sentence_vectors_at_ingest_spare_answers_the_embedding(embedder, tmp_pa
     finally:
         rt.close()
         cached.close()
+
+
+def test_reingest_of_the_same_files_stores_the_labels_of_improved_labelling(make_runtime, tmp_path: Path,
+                                                                            monkeypatch) -> None:
+    """Labels are derived by code at ingest: when that code changes, re-ingesting unchanged files relabels the
+    papers whose label changed (and only those), not "unchanged"."""
+    rows = [{"id": "p1", "title": None, "authors": ["Ada Lovelace", "Alan Turing", "Grace Hopper"],
+             "abstract": "Graphs are everywhere. We propose FooNet, a graph model for bar prediction."},
+            {"id": "p2", "title": "Baz Regularisation Helps Graph Learning", "authors": ["Ada Lovelace"],
+             "abstract": "We study baz and show that it helps."}]
+    path = tmp_path / "untitled.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    rt = make_runtime()
+    assert rt.ingestor(progress=False).ingest([path]).added == 2
+    import rag.records
+
+    monkeypatch.setattr(rag.records, "key_phrase", lambda abstract: "A better phrase")  # labelling improved
+    again = rt.ingestor(progress=False).ingest([path])
+    assert (again.updated, again.unchanged) == (1, 1)  # the titled paper's label is its title: unchanged
+    labels = {p.id: p.label for p in rt.store.papers()}
+    assert labels["id:p1"] == "Lovelace et al.: A better phrase"
+    assert labels["id:p2"] == "Baz Regularisation Helps Graph Learning"
+    assert store_problems(rt.store) == []
+    assert rt.ingestor(progress=False).ingest([path]).unchanged == 2

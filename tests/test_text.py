@@ -53,7 +53,7 @@ def test_key_phrase_prefers_the_named_method() -> None:
 def test_label_is_never_empty() -> None:
     untitled = Paper(id="h:1", abstract="We introduce FooNet, a model for bar.", authors=["Ada Lovelace", "Alan Turing",
                                                                                            "Grace Hopper"])
-    assert untitled.label == "Lovelace et al.: FooNet"
+    assert untitled.label == "Lovelace et al.: FooNet: model for bar"  # the name, then what it is
     assert Paper(id="h:2", abstract="x" * 30).label
     assert Paper(id="h:3", abstract="Some text here.", title="A Title").label == "A Title"
 
