@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from enum import IntEnum
 
-from rag.text import plain_text_keep_emphasis, split_sentences
+from rag.text import key_phrase, plain_text_keep_emphasis, split_sentences
 
 _WE = r"(?:we|this (?:paper|work|study|article)|here(?:,)? we|our (?:work|paper|study))"
 _ADV = r"(?:\w+ly\s+|also\s+|further\s+|then\s+|first\s+|here\s+|thus\s+|therefore\s+|now\s+)?"
@@ -334,3 +334,9 @@ def label_phrase(abstract: str) -> str:
     if named and re.match(r"(?:it|they)\s", obj, re.I):  # "…demonstrate that it optimizes" → "PMD-mean optimizes"
         obj = named[0].name + obj[obj.index(" "):]
     return _clip(obj)
+
+
+def paper_phrase(abstract: str) -> str:
+    """The phrase an untitled paper's label gives after its authors: what the contribution sentence names, else
+    ``rag.text.key_phrase`` (a named method or the opening words) for an abstract that states none."""
+    return label_phrase(abstract) or key_phrase(abstract)

@@ -9,7 +9,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rag.text import key_phrase, normalize_for_hash
+from rag.contribution import paper_phrase
+from rag.text import normalize_for_hash
 
 _ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(v\d+)?$")
 _ARXIV_OLD = re.compile(r"^([a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
@@ -84,7 +85,7 @@ class Paper:
         if self.title:
             return self.title
         who = authors_short(self.authors)
-        phrase = key_phrase(self.abstract)
+        phrase = paper_phrase(self.abstract)
         if who and phrase:
             return f"{who}: {phrase}"
         return who or phrase or f"Paper {self.id}"

@@ -231,16 +231,9 @@ def key_phrase(abstract: str, max_words: int = 8) -> str:
 
     Preference: a method the authors name ("we propose X (ACR)", "called X"), an emphasised phrase,
     the object of "we propose/introduce/study", an acronym defined after the first sentence; else
-    the opening words of the abstract.
-
-    First, though, what the abstract's contribution sentence names (``rag.contribution``): the rules below
-    look at every sentence, so they can pick a component or a dataset; they remain for abstracts that state no
+    the opening words of the abstract. These rules look at every sentence, so they can pick a component or a
+    dataset: labels ask ``rag.contribution.paper_phrase`` first, which keeps them for abstracts that state no
     contribution of their own."""
-    from rag.contribution import label_phrase  # imports this module: bound at call time
-
-    found = label_phrase(abstract)
-    if found:
-        return found
     text = plain_text_keep_emphasis(abstract)
     sentences = split_sentences(text)
     candidates: list[str] = []

@@ -160,7 +160,7 @@ def test_reingest_of_the_same_files_stores_the_labels_of_improved_labelling(make
     assert rt.ingestor(progress=False).ingest([path]).added == 2
     import rag.records
 
-    monkeypatch.setattr(rag.records, "key_phrase", lambda abstract: "A better phrase")  # labelling improved
+    monkeypatch.setattr(rag.records, "paper_phrase", lambda abstract: "A better phrase")  # labelling improved
     again = rt.ingestor(progress=False).ingest([path])
     assert (again.updated, again.unchanged) == (1, 1)  # the titled paper's label is its title: unchanged
     labels = {p.id: p.label for p in rt.store.papers()}

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rag.contribution import Role, analyse_abstract, label_phrase
+from rag.contribution import Role, analyse_abstract, label_phrase, paper_phrase
 from rag.records import Paper
 from rag.text import key_phrase
 
@@ -58,7 +58,8 @@ def test_label_of_a_proposal_without_a_name_is_its_object() -> None:
 
 def test_abstract_without_a_contribution_falls_back_to_the_older_rules() -> None:
     assert label_phrase("Graph neural networks are popular. They work.") == ""
-    assert key_phrase("Graph neural networks are popular. They work.") == "Graph neural networks are popular"
+    assert paper_phrase("Graph neural networks are popular. They work.") == "Graph neural networks are popular"
+    assert key_phrase("We propose FooNet, a model for bar.") == "FooNet"
 
 
 def test_paper_label_uses_the_contribution() -> None:
