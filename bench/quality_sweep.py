@@ -60,17 +60,20 @@ SYSTEMS: dict[str, dict[str, Any]] = {
     "shipped": {},  # the configured settings: the shipped defaults unless PAPERCHAT_RETRIEVAL__* says otherwise
     "bm25": {"mode": "bm25"},
     "dense": {"mode": "dense"},
-    "rrf": {"feedback_docs": 0},
-    "prf3_blend": {"feedback_docs": 3, "feedback_blend": True},
-    "prf3_replace": {"feedback_docs": 3, "feedback_blend": False},
-    "prf3_agree_blend": {"feedback_docs": 3, "feedback_blend": True, "feedback_skip_agree": True},
-    "prf3_agree_replace": {"feedback_docs": 3, "feedback_blend": False, "feedback_skip_agree": True},
-    "prf5_blend": {"feedback_docs": 5, "feedback_blend": True},
-    "rrf_b1.5": {"bm25_weight": 1.5, "feedback_docs": 0},
-    "rrf_prf3": {"feedback_docs": 3, "feedback_blend": False},
-    "rrf_prf5": {"feedback_docs": 5, "feedback_blend": False},
-    "rrf_b1.5_prf3": {"bm25_weight": 1.5, "feedback_docs": 3, "feedback_blend": False},
-    "rrf_k20_prf3": {"rrf_k": 20, "feedback_docs": 3, "feedback_blend": False},
+    "rrf": {"fusion": "rrf", "anchor_df": 0, "feedback_docs": 0},
+    "rrf_prf3_blend": {"fusion": "rrf", "anchor_df": 0, "feedback_docs": 3, "feedback_blend": True},  # until 2026-12
+    "rrf_prf3_replace": {"fusion": "rrf", "anchor_df": 0, "feedback_docs": 3, "feedback_blend": False},
+    "rrf_prf3_anchor": {"fusion": "rrf", "anchor_df": 3, "feedback_docs": 3, "feedback_blend": True},
+    "rrf_b1.5": {"fusion": "rrf", "anchor_df": 0, "bm25_weight": 1.5, "feedback_docs": 0},
+    "score": {"fusion": "score", "anchor_df": 0, "feedback_docs": 0},
+    "score_anchor": {"fusion": "score", "anchor_df": 3, "feedback_docs": 0},
+    "score_prf3_blend": {"fusion": "score", "anchor_df": 0, "feedback_docs": 3, "feedback_blend": True},
+    "score_prf3_anchor": {"fusion": "score", "anchor_df": 3, "feedback_docs": 3, "feedback_blend": True},
+    "score_prf3_anchor1": {"fusion": "score", "anchor_df": 1, "feedback_docs": 3, "feedback_blend": True},
+    "score_prf3_anchor_b0.6": {"fusion": "score", "anchor_df": 3, "feedback_docs": 3, "feedback_blend": True,
+                               "bm25_weight": 1.5},
+    "score_prf3_anchor_b0.4": {"fusion": "score", "anchor_df": 3, "feedback_docs": 3, "feedback_blend": True,
+                               "dense_weight": 1.5},
 }
 DEFAULT_SYSTEMS = ("shipped", "bm25", "dense", "rrf")
 MULTI = ("multi", "author", "category", "filter")

@@ -66,11 +66,18 @@ class IngestSettings(BaseModel):
 class RetrievalSettings(BaseModel):
     k: int = Field(5, ge=1, le=50, description="papers per answer")
     candidates: int = Field(50, ge=5, le=1000, description="hits fetched from each retriever before fusion")
-    bm25_weight: float = Field(1.0, ge=0, le=10, description="weight of BM25 in rank fusion")
-    dense_weight: float = Field(1.0, ge=0, le=10, description="weight of dense retrieval in rank fusion")
-    rrf_k: int = Field(60, ge=1, le=1000, description="RRF constant")
+    # Score fusion keeps how decisive each retriever is (a BM25 top score far above the rest stays far
+    # above); rank fusion sees only ranks and let a dense list that ranks the paper nowhere outvote it.
+    # Chosen on all collections in one run (bench/quality_sweep.py; docs/benchmarks.md).
+    fusion: Literal["score", "rrf"] = Field("score", description="score: convex combination of each list's "
+                                            "min-max normalised scores; rrf: reciprocal-rank fusion")
+    bm25_weight: float = Field(1.0, ge=0, le=10, description="weight of BM25 in fusion")
+    dense_weight: float = Field(1.0, ge=0, le=10, description="weight of dense retrieval in fusion")
+    rrf_k: int = Field(60, ge=1, le=1000, description="RRF constant (fusion=rrf)")
+    anchor_df: int = Field(3, ge=0, le=100, description="a named identifier in the question (acronym, CamelCase, "
+                           "hyphenated or with digits) found in at most this many papers puts them first (0 = off)")
     # 3 feedback papers, blended with the first pass: +0.01 nDCG@10 on Cranfield and on a NeurIPS
-    # known-item set over plain RRF, where replacing the first pass won Cranfield but lost NeurIPS.
+    # known-item set over the first pass alone.
     feedback_docs: int = Field(3, ge=0, le=50, description="pseudo-relevance feedback papers (0 = off)")
     feedback_dense: float = Field(0.5, ge=0, le=5, description="Rocchio weight of the feedback centroid")
     feedback_blend: bool = Field(True, description="fuse first-pass and feedback rankings (else feedback replaces)")

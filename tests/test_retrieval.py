@@ -3,6 +3,7 @@ RRF by hand; filters and lexical-index sync through ingest."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -13,7 +14,7 @@ from conftest import SAMPLE
 from rag.analysis import analyze
 from rag.index.catalog import PaperQuery
 from rag.index.lexical import paper_text
-from rag.qa.retrieval import rrf
+from rag.qa.retrieval import Retriever, rrf, score_fusion
 from tests.helpers import chunk_ids
 
 
@@ -64,6 +65,43 @@ def test_rrf_by_hand() -> None:
     assert fused["a"] == pytest.approx(1 / 61 + 2 / 62)
     assert fused["c"] == pytest.approx(1 / 63 + 2 / 61)
     assert fused["b"] == pytest.approx(1 / 62)
+
+
+def test_score_fusion_by_hand() -> None:
+    fused = score_fusion([([("a", 17.4), ("b", 7.4), ("c", 7.0)], 1.0), ([("b", 0.8), ("c", 0.6), ("a", 0.4)], 3.0)])
+    # each list: best 1, last 0, linear between; weights 1/4 and 3/4; a paper a list lacks scores 0 there
+    assert fused["a"] == pytest.approx(0.25 * 1.0 + 0.75 * 0.0)
+    assert fused["b"] == pytest.approx(0.25 * 0.4 / 10.4 + 0.75 * 1.0)
+    assert fused["c"] == pytest.approx(0.25 * 0.0 + 0.75 * 0.5)
+    assert score_fusion([([("x", 2.0)], 1.0), ([], 1.0)]) == {"x": 1.0}  # an empty list takes no weight
+    # The margin survives where ranks would hide it: BM25 decisive for a, dense unsure between b and a.
+    lists = [([("a", 17.4), ("b", 7.4), ("c", 3.0)], 1.0), ([("b", 0.52), ("a", 0.51), ("c", 0.30)], 1.0)]
+    by_score = score_fusion(lists)
+    by_rank = rrf([([p for p, _ in scored], w) for scored, w in lists], k=60)
+    assert max(by_score, key=by_score.get) == "a"
+    assert by_rank["a"] == pytest.approx(by_rank["b"])  # ranks alone: a tie
+
+
+def test_a_rare_identifier_puts_its_paper_first(sample_rt, tmp_path) -> None:
+    """A question naming an identifier that one paper holds gets that paper first, even when the rest of the
+    question pulls towards another paper (the sample's EPPO paper on reward hacking in PPO)."""
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps([{"title": "Sparse gauges for tabular data", "abstract":
+        "We study sparse gauge functions for tabular data. Our estimator, QZV-gauge, fits in linear time and "
+        "matches kernel baselines on eleven benchmarks. We also discuss regularisation of the gauge."}]))
+    sample_rt.ingestor(progress=False).ingest([extra])
+    question = "How does QZV-gauge relate to reward hacking and the energy loss of policy optimisation?"
+    anchored = sample_rt.retriever().search(question, k=5)
+    assert "QZV-gauge" in anchored.hits[0].paper.abstract
+    assert any("EPPO" in h.paper.abstract for h in anchored.hits)  # the rest of the ranking is kept
+    cfg = sample_rt.settings.retrieval.model_copy(update={"anchor_df": 0})
+    plain = Retriever(sample_rt.store, sample_rt.embedder, sample_rt.lexical, cfg).search(question, k=5)
+    assert "QZV-gauge" not in plain.hits[0].paper.abstract  # without the rule the identifier is outvoted
+    # An identifier many papers hold is no anchor: "RL" is in more than anchor_df abstracts and reorders nothing.
+    assert len(sample_rt.lexical.containing(["rl"])) > sample_rt.settings.retrieval.anchor_df
+    q = "Which RL methods handle sparse rewards?"
+    off = Retriever(sample_rt.store, sample_rt.embedder, sample_rt.lexical, cfg).search(q, k=5)
+    assert [h.paper_id for h in sample_rt.retriever().search(q, k=5).hits] == [h.paper_id for h in off.hits]
 
 
 def test_hybrid_finds_named_method_and_applies_filters(sample_rt) -> None:

@@ -351,6 +351,21 @@ class LexicalIndex:
             out[indices[a:b]] += w * data[a:b]  # a paper appears once per column: no repeated indices
         return out
 
+    def containing(self, terms: Iterable[str]) -> np.ndarray:
+        """Positions of the papers that contain every one of ``terms`` (analysed terms), ascending."""
+        if self._bm25 is None:
+            return np.zeros(0, dtype=np.int64)
+        vocab = self._bm25.vocab_dict
+        indices, indptr = self._bm25.scores["indices"], self._bm25.scores["indptr"]
+        out: np.ndarray | None = None
+        for term in terms:
+            tid = vocab.get(term)
+            if tid is None or tid + 1 >= len(indptr):
+                return np.zeros(0, dtype=np.int64)
+            col = np.asarray(indices[indptr[tid]: indptr[tid + 1]], dtype=np.int64)
+            out = col if out is None else np.intersect1d(out, col, assume_unique=True)
+        return np.sort(out) if out is not None else np.zeros(0, dtype=np.int64)
+
     def scores(self, query: str) -> np.ndarray:
         terms: dict[str, float] = {}
         for t in analyze(query):

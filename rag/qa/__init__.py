@@ -1,1 +1,3 @@
-"""Answer flow: question filters → condense → retrieve → generate (over sentence evidence) → guard → verify, wired by the chain."""
+"""Answer flow: question filters → condense → retrieve → generate (over sentence evidence) → guard → verify.
+
+The chain (``rag.qa.chain``) wires the stages; each module here is one of them."""

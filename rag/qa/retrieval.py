@@ -1,8 +1,9 @@
 """Hybrid retrieval: dense chunks (Chroma) + BM25 papers, fused, filtered, aggregated, diversified.
 
-Dense hits are chunks; a paper scores by its best chunk. BM25 scores whole papers. The two ranked
-lists are combined by weighted reciprocal-rank fusion, optionally after one round of pseudo-relevance
-feedback (RM3-style term expansion for BM25, Rocchio for the dense query).
+Dense hits are chunks; a paper scores by its best chunk. BM25 scores whole papers. The two lists are
+combined by their min-max normalised scores (or by reciprocal-rank fusion), with one round of
+pseudo-relevance feedback blended in (RM3-style term expansion for BM25, Rocchio for the dense query).
+A rare identifier the question names puts the few papers holding it first.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rag.index.catalog import PaperQuery, to_where
 from rag.index.embeddings import Embedder
 from rag.index.lexical import LexicalIndex, paper_text
 from rag.index.store import ChromaStore
+from rag.qa.evidence import entities
 from rag.records import StoredPaper
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,10 @@ class PaperHit:
     bm25: float | None = None
     chunk: str = ""  # text of the best-matching chunk
     paper: StoredPaper = field(kw_only=True)  # what answers quote and citations show
+
+
+def _scored(dense: list[tuple[str, float, str]]) -> Scored:
+    return [(pid, s) for pid, s, _ in dense]
 
 
 @dataclass
@@ -58,12 +64,34 @@ def _term_set(text: str) -> frozenset[str]:
     return frozenset(_terms(text))
 
 
+Scored = list[tuple[str, float]]  # (paper id, retriever score), best first
+
+
 def rrf(rankings: list[tuple[list[str], float]], k: int) -> dict[str, float]:
     """Weighted reciprocal-rank fusion of ranked id lists."""
     out: dict[str, float] = {}
     for ids, weight in rankings:
         for rank, pid in enumerate(ids):
             out[pid] = out.get(pid, 0.0) + weight / (k + rank + 1)
+    return out
+
+
+def score_fusion(lists: list[tuple[Scored, float]]) -> dict[str, float]:
+    """Convex combination of min-max normalised scores: each list's best paper scores 1 and its last 0 (a paper
+    a list does not hold scores 0 there; a list whose scores are all equal gives each 1), weighted by the list's
+    weight over the sum of weights.
+
+    Unlike rank fusion this keeps a retriever's margin: BM25 putting one paper at 17.4 and the next at 7.4 gives
+    1.0 against 0.4, where ranks would give 1st and 2nd whatever the gap."""
+    total = sum(w for scored, w in lists if scored) or 1.0
+    out: dict[str, float] = {}
+    for scored, weight in lists:
+        if not scored:
+            continue
+        hi, lo = scored[0][1], scored[-1][1]
+        for pid, s in scored:
+            norm = (s - lo) / (hi - lo) if hi > lo else 1.0  # all tied: all equally the best
+            out[pid] = out.get(pid, 0.0) + weight / total * norm
     return out
 
 
@@ -159,7 +187,7 @@ class Retriever:
             dense = self.dense_rank(qvec, n, filters)
         timings["dense_ms"] = (time.perf_counter() - t1) * 1000
 
-        fused = self._fuse(bm25, dense)
+        fused = self._fuse([(bm25, self.cfg.bm25_weight), (_scored(dense), self.cfg.dense_weight)])
         fetched: dict[str, StoredPaper] = {}  # papers already read in this search
         if use_prf and self.cfg.feedback_skip_agree and bm25 and dense and bm25[0][0] == dense[0][0]:
             use_prf = False  # both retrievers already agree on the answer: a pointed, known-item question
@@ -182,17 +210,17 @@ class Retriever:
             if self.cfg.feedback_blend:
                 # First-pass lists stay in the fusion: feedback adds recall without burying a paper
                 # both retrievers already put first (known-item questions).
-                fused = rrf([([p for p, _ in bm25], self.cfg.bm25_weight),
-                             ([p for p, _, _ in dense], self.cfg.dense_weight),
-                             ([p for p, _ in bm25_fb], self.cfg.bm25_weight),
-                             ([p for p, _, _ in dense_fb], self.cfg.dense_weight)], self.cfg.rrf_k)
+                fused = self._fuse([(bm25, self.cfg.bm25_weight), (_scored(dense), self.cfg.dense_weight),
+                                    (bm25_fb, self.cfg.bm25_weight), (_scored(dense_fb), self.cfg.dense_weight)])
                 bm25 = bm25 + [x for x in bm25_fb if x[0] not in dict(bm25)]
                 dense = dense + [x for x in dense_fb if x[0] not in {p for p, _, _ in dense}]
             else:
                 bm25, dense = bm25_fb, dense_fb
-                fused = self._fuse(bm25, dense)
+                fused = self._fuse([(bm25, self.cfg.bm25_weight), (_scored(dense), self.cfg.dense_weight)])
             timings["feedback_ms"] = (time.perf_counter() - t1) * 1000
 
+        if self.mode == "hybrid" and self.cfg.anchor_df:
+            fused = self._anchor(query, fused, allowed)
         ranked = sorted(fused, key=lambda p: -fused[p])
         t1 = time.perf_counter()
         hits = self._materialise(ranked[: max(k * 3, k + 5)], fused, bm25, dense, k, fetched)
@@ -200,13 +228,31 @@ class Retriever:
         timings["retrieve_ms"] = (time.perf_counter() - t0) * 1000
         return Retrieval(query, filters, hits, timings)
 
-    def _fuse(self, bm25: list[tuple[str, float]], dense: list[tuple[str, float, str]]) -> dict[str, float]:
-        if self.mode == "bm25":
-            return {pid: s for pid, s in bm25}
-        if self.mode == "dense":
-            return {pid: s for pid, s, _ in dense}
-        return rrf([([p for p, _ in bm25], self.cfg.bm25_weight), ([p for p, _, _ in dense], self.cfg.dense_weight)],
-                   self.cfg.rrf_k)
+    def _fuse(self, lists: list[tuple[Scored, float]]) -> dict[str, float]:
+        """One score per paper from (BM25, dense[, BM25 feedback, dense feedback]) lists; a single retriever's
+        own scores in bm25 or dense mode."""
+        if self.mode != "hybrid":
+            return dict(lists[0 if self.mode == "bm25" else 1][0])
+        if self.cfg.fusion == "rrf":
+            return rrf([([p for p, _ in scored], w) for scored, w in lists], self.cfg.rrf_k)
+        return score_fusion(lists)
+
+    def _anchor(self, query: str, fused: dict[str, float], allowed: np.ndarray | None) -> dict[str, float]:
+        """Papers holding a rare identifier the question names ("PMD-mean", "ADVI") go first, in fused order.
+
+        Such a name picks its paper out of the whole library, while the dense side, which reads it as sub-word
+        noise, may rank that paper nowhere; without this the one paper that answers can miss the top k."""
+        anchors: set[str] = set()
+        for terms in entities(query):
+            pos = self.lexical.containing(terms)
+            if allowed is not None:
+                pos = np.intersect1d(pos, allowed)
+            if 0 < len(pos) <= self.cfg.anchor_df:
+                anchors.update(self.lexical.paper_ids[i] for i in pos)
+        if not anchors:
+            return fused
+        top = max(fused.values(), default=0.0)
+        return {**fused, **{p: top + 1.0 + fused.get(p, 0.0) for p in anchors}}
 
     def _materialise(self, ids: list[str], fused: dict[str, float], bm25: list[tuple[str, float]],
                      dense: list[tuple[str, float, str]], k: int,
