@@ -226,6 +226,18 @@ class QuestionScorer:
             full = max(full, sum(w for t, w in alt.items() if term_in(t, terms)) / sum(alt.values()))
         return full
 
+    def rare_coverage(self, terms: frozenset[str]) -> float:
+        """Like ``lexical`` with the weights squared, so the question's rare terms (the method, the object,
+        the effect asked about) count far more than its common words: text that shares only "model",
+        "learning" or "attack" with the question covers little of it."""
+        total = sum(w * w for w in self.weights.values())
+        if not total:
+            return 0.0
+        full = sum(w * w for t, w in self.weights.items() if term_in(t, terms)) / total
+        for alt in self.alternatives:
+            full = max(full, sum(w * w for t, w in alt.items() if term_in(t, terms)) / sum(w * w for w in alt.values()))
+        return full
+
     def coverage(self, evidence: Sequence[PaperEvidence]) -> float:
         """Share of the question's topic found anywhere in these papers."""
         every: frozenset[str] = frozenset().union(*(e.all_terms for e in evidence)) if evidence else frozenset()

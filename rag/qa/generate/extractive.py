@@ -1,10 +1,14 @@
 """The offline generator: a cited synthesis from the most question-relevant abstract sentences, no LLM.
 
 Sentences are scored against the question (embedding cosine + idf-weighted term overlap, see
-``evidence``). A paper is cited only when its evidence is strong on its own and close to the best
-paper's; the answer is 2-4 of the best non-redundant sentences (grouped by paper, "we" turned into
-the authors' names), then one line per cited paper on what it contributes. When no paper's evidence
-is strong enough the reply is the fixed cannot-answer sentence.
+``evidence``). The lead paper is the top-ranked one when its evidence answers; another paper is cited
+only when its own evidence answers too: for a question that asks for several papers ("which papers…",
+"compare…") strong evidence close to the lead's, and for a question after one answer, a best passage
+that covers the question's rare terms and a best sentence about as well as the lead's (sharing some
+words is not enough). The answer is 2-4 of the best non-redundant sentences (grouped by paper, "we"
+turned into the authors' names), then one line per cited paper on what it contributes. When no paper's
+evidence is strong enough the reply is the fixed cannot-answer sentence, and the generation names the
+papers that came closest (not cited) so the user can rephrase.
 """
 
 from __future__ import annotations
@@ -46,6 +50,31 @@ _SUBJECT = re.compile(r"^(?:(?:in|with) this (?:paper|work|study|article),?\s+|h
 _THIS_WORK = re.compile(r"^this (paper|work|study|article)\b", re.I)
 _ADVERB = re.compile(r"^((?:\w+ly|also|further|then|first|next|finally|here)\s+)?([a-z]+)\b(.*)$", re.S)
 _TERMINAL = re.compile(r"([.!?]+)([\"\u201d')\]]*)\s*$")
+
+
+# The question asks for several papers: "which papers…", "compare…", "what approaches…", "how do they differ".
+_SEVERAL = re.compile(
+    r"^(?:compare|contrast)\b|"
+    r"\b(?:compare|contrast|comparison of|survey|overview of) (?:the |these |those |different )?"
+    r"(?:\w+ ){0,2}?(?:papers|works|studies|approaches|methods|techniques)\b|"
+    r"\b(?:which|what|any|other|are there|list(?: the)?|all(?: the)?) (?:\w+ ){0,2}?(?:papers|works|studies|"
+    r"articles|approaches|methods|techniques|lines of work)\b|"
+    r"\b(?:papers|works|studies|articles) (?:on|about|that|which|in|use|using|address\w*|propos\w*)\b|"
+    r"\bwhat (?:work|research) (?:is there|exists)\b|"
+    r"\bhow do (?:they|these|those|the (?:\w+ ){0,2}?\w+s) differ\b", re.I)
+
+
+def asks_for_several(question: str) -> bool:
+    """The question asks for more than one paper or method ("Which papers…", "Compare…"), so every paper that
+    answers it is cited, not only the best one."""
+    return bool(_SEVERAL.search(question))
+
+
+@dataclass(frozen=True)
+class _Judgement:
+    cited: list[int]  # indices into the hits, the lead first; empty: the cannot-answer reply
+    rows: list[list[SentenceScore]]
+    closest: list[int]  # for a refusal: the papers that came closest, best first
 
 
 @dataclass(frozen=True)
@@ -157,7 +186,11 @@ class ExtractiveGenerator:
     ANSWERABLE_FILTERED = 0.5  # lower when the user already narrowed the papers down (author, category…)
     SECONDARY = 0.9  # support another paper needs to be cited too…
     RELATIVE = 0.6  # …and at least this share of the best paper's support
-    TOP_FLOOR = 0.6  # the top-ranked paper is cited with less, as is a paper holding a rare name the question uses
+    KEY_RELATIVE = 0.9  # one answer asked for: another paper's best passage covers the rare terms this well…
+    BEST_RELATIVE = 0.9  # …and its best sentence scores this share of the lead's
+    CLOSEST = 0.5  # support from which a paper is named as close when the answer is the cannot-answer reply
+    MAX_CLOSEST = 3
+    TOP_FLOOR = 0.6  # a paper holding a rare name the question uses is cited with less
     RARE = 2.5  # idf from which a named thing is rare (in a few papers only)
     MISSING_NAME = 0.2  # extra support needed when a name in the question appears in no candidate paper
     MAX_SENTENCES = 4
@@ -184,19 +217,32 @@ class ExtractiveGenerator:
         evs = self.evidence.papers([h.paper for h in hits])
         if inp.listing:
             return self._listing(inp, hits, evs)
+        judged = self._judge(inp, evs)
+        if not judged.cited:
+            closest = [hits[i] for i in judged.closest]
+            return [CANNOT_ANSWER], Generation(CANNOT_ANSWER, [], answerable=False, closest=closest)
+        picks = self._pick_sentences(judged.cited, evs, judged.rows)
+        order = [i for i in judged.cited if any(p.paper == i for p in picks)]
+        return self._render(hits, evs, judged.rows, order, picks)
+
+    def _judge(self, inp: GenerationInput, evs: list[PaperEvidence]) -> _Judgement:
+        """Which papers answer the question (empty: none does), best first, with their sentence scores."""
+        hits = list(inp.hits)
+        question = inp.focus or inp.question
         scorer = QuestionScorer(self.evidence, inp.question, inp.vector)
         rows = scorer.sentences(evs)
         support = [scorer.lexical(ev.all_terms) + max((s.cosine for s in row), default=0.0)
                    for ev, row in zip(evs, rows)]
-        best = max(support)
+        closest = sorted((i for i, s in enumerate(support) if s >= self.CLOSEST), key=lambda i: -support[i])
+        closest = closest[:self.MAX_CLOSEST]
         floor = self.ANSWERABLE_FILTERED if inp.filtered else self.ANSWERABLE
-        named = entities(inp.focus or inp.question)
+        named = entities(question)
         anchored = self._anchored(named, evs)
         if any(not any(all(term_in(t, ev.all_terms) for t in e) for ev in evs) for e in named):
             floor += self.MISSING_NAME  # the question names something (AlphaFold, BLEU) no candidate mentions
         log.debug("extractive support %s (floor %.2f, anchored %s)", [round(s, 2) for s in support], floor, anchored)
-        if best < floor and not (anchored and best >= self.TOP_FLOOR):
-            return [CANNOT_ANSWER], Generation(CANNOT_ANSWER, [], answerable=False)
+        if max(support) < floor and not any(support[i] >= self.TOP_FLOOR for i in anchored):
+            return _Judgement([], rows, closest)
         ranking = support
         if inp.focus and inp.focus != inp.question:
             # A follow-up: the expanded question finds the papers, the follow-up's own words pick what to say.
@@ -206,29 +252,57 @@ class ExtractiveGenerator:
                                    (a.lexical + b.lexical) / 2) for a, b in zip(r, fr)] for r, fr in zip(rows, frows)]
             ranking = [(s + focus.lexical(ev.all_terms) + max((x.cosine for x in fr), default=0.0)) / 2
                        for s, ev, fr in zip(support, evs, frows)]
+            scorer = focus
         top = max(ranking)
-        # Cited: papers with strong evidence of their own, close enough to the best paper's; and the
-        # top-ranked paper whenever its evidence is fair (retrieval already judged it best overall).
         second = min(floor, self.SECONDARY)
-        cited = [i for i, s in enumerate(ranking)
-                 if (s >= second and s >= self.RELATIVE * top) or (i == 0 and support[0] >= self.TOP_FLOOR)
-                 or (i in anchored and support[i] >= self.TOP_FLOOR)]
+        # The lead: the top-ranked paper when its evidence answers (retrieval already judged it best overall)
+        # or it holds the rare name asked about, else the paper with the strongest evidence.
+        if support[0] >= floor or (0 in anchored and support[0] >= self.TOP_FLOOR):
+            lead = 0
+        else:
+            lead = max(range(len(ranking)), key=lambda i: ranking[i])
+        several = asks_for_several(question) or len(anchored) >= 2
+        best = [max((s.score for s in row), default=0.0) for row in rows]
+        key = [self._key_coverage(scorer, ev) for ev in evs]
+
+        def answers_too(i: int) -> bool:
+            if i in anchored and several and support[i] >= self.TOP_FLOOR:
+                return True  # "Compare EVO and MICE": each named thing's paper
+            if ranking[i] < second or ranking[i] < self.RELATIVE * top:
+                return False
+            if several:
+                return True
+            # One answer is asked for: another paper joins only when its own evidence answers the question
+            # about as well as the lead's: its best passage covers the question's rare terms (not just some of
+            # its words) and its best sentence is nearly as close to the question.
+            return key[i] >= self.KEY_RELATIVE * key[lead] and best[i] >= self.BEST_RELATIVE * best[lead]
+
+        cited = [lead] + [i for i in range(len(hits)) if i != lead and answers_too(i)]
         if inp.restrict_to is not None:
             cited = [i for i in cited if i == 0 or hits[i].paper_id in inp.restrict_to]
-        picks = self._pick_sentences(cited, evs, rows)
-        order = [i for i in cited if any(p.paper == i for p in picks)]
-        return self._render(hits, evs, rows, order, picks)
+        log.debug("extractive lead %d, several %s, key %s, best %s -> %s", lead, several,
+                  [round(k, 2) for k in key], [round(b, 2) for b in best], cited)
+        return _Judgement(cited, rows, closest)
+
+    def _key_coverage(self, scorer: QuestionScorer, ev: PaperEvidence) -> float:
+        """How much of the question's rare content the paper's best passage (one or two adjacent sentences,
+        or the title) covers."""
+        passages = [t | ev.terms[j + 1] if j + 1 < len(ev.terms) else t for j, t in enumerate(ev.terms)]
+        return max((scorer.rare_coverage(t) for t in passages), default=0.0)
 
     def _anchored(self, named: list[frozenset[str]], evs: list[PaperEvidence]) -> set[int]:
         """Papers holding a rare thing the question names ("Compare EVO and MICE"), provided every named
-        thing is found among the papers; empty otherwise."""
+        thing is found among the papers and each is held by few of them (a name most candidates share,
+        like "LLM" among LLM papers, tells none apart); empty otherwise."""
         if not named:
             return set()
         idf = self.evidence.idf({t for e in named for t in e})
-        if not all(any(all(term_in(t, ev.all_terms) for t in e) for ev in evs) for e in named):
+        holders = [{i for i, ev in enumerate(evs) if all(term_in(t, ev.all_terms) for t in e)} for e in named]
+        if not all(holders):
             return set()
-        rare = [e for e in named if max(idf[t] for t in e) >= self.RARE]
-        return {i for i, ev in enumerate(evs) for e in rare if all(term_in(t, ev.all_terms) for t in e)}
+        rare = [h for e, h in zip(named, holders) if max(idf[t] for t in e) >= self.RARE
+                and len(h) <= max(1, len(evs) // 3)]
+        return set().union(*rare) if rare else set()
 
     @staticmethod
     def _prior(ev: PaperEvidence, i: int) -> float:
