@@ -48,6 +48,8 @@ class Answer:
                                    generate_ms, verify_ms) and total_ms
         warnings             list  str: removed citations, unsupported statements, ignored filters, why an
                                    answer is incomplete…
+        closest              list  {paper_id, title}, best first: for the cannot-answer reply, the stored papers
+                                   that came closest (not cited, so the user can rephrase); empty otherwise
     """
 
     question: str
@@ -61,6 +63,7 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)  # ms per stage and total_ms
     warnings: list[str] = field(default_factory=list)
     complete: bool = True  # false: the LLM stream broke off and ``answer`` is the verified part received
+    closest: list[dict[str, str]] = field(default_factory=list)  # refusals: [{paper_id, title}], not cited
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON schema of ``paperchat ask --json`` (one object per turn)."""
@@ -76,6 +79,7 @@ class Answer:
             "retrieved": [{"paper_id": r["paper_id"], "score": round(float(r["score"]), 6)} for r in self.retrieved],
             "timings": {k: round(float(v), 2) for k, v in self.timings.items()},
             "warnings": list(self.warnings),
+            "closest": [{"paper_id": c["paper_id"], "title": c["title"]} for c in self.closest],
         }
 
     @property
@@ -88,12 +92,19 @@ def _authors_short(authors: list[str], n: int = 3) -> str:
     return ", ".join(authors[:n]) + (" et al." if len(authors) > n else "")
 
 
+def closest_line(answer: Answer) -> str:
+    """For a refusal: "Closest papers in the library: A; B" (titles only, plain text, not citations)."""
+    return "Closest papers in the library: " + "; ".join(c["title"] or c["paper_id"] for c in answer.closest)
+
+
 def render_text(answer: Answer, show_question: bool = True) -> str:
     """The answer for a terminal: question, answer, then numbered references with authors and category."""
     lines = [f"Q: {answer.question}"] if show_question else []
     if answer.filters:
         lines.append("   filters: " + ", ".join(f"{k}={v}" for k, v in answer.filters.items()))
     lines += ["", answer.answer]
+    if answer.closest:
+        lines += ["", closest_line(answer)]
     if answer.citations:
         lines += ["", "References:"]
         for c in answer.citations:

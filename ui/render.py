@@ -78,6 +78,9 @@ def answer_markdown(answer: Answer, turn: int = 0) -> str:
     if applied:
         parts.append(f'<span class="pc-filters">Filters: {inline(applied, "chat")}</span>')
     parts.append(cited_markdown(answer.answer.strip(), answer.citations, turn))
+    if answer.closest:  # a refusal: what came closest, as plain titles (no links, no [n]) to rephrase toward
+        titles = "; ".join(inline(c["title"] or c["paper_id"], "chat") for c in answer.closest)
+        parts.append(f'<span class="pc-closest">Closest papers in the library: {titles}</span>')
     for w in answer.warnings:
         parts.append(f'<span class="pc-note">&#9888; {inline(w, "chat")}</span>')
     seconds = (answer.timings or {}).get("total_ms", 0.0) / 1000

@@ -327,7 +327,9 @@ class AnswerChain:
             answerable=checked.answerable, mode=state.mode, filters=filters_dict(state.filters),
             citations=checked.citations,
             retrieved=[{"paper_id": h.paper_id, "score": float(h.score)} for h in state.hits],
-            timings=state.timings, warnings=list(dict.fromkeys(state.warnings)), complete=gen.incomplete is None)
+            timings=state.timings, warnings=list(dict.fromkeys(state.warnings)), complete=gen.incomplete is None,
+            closest=[] if checked.answerable else [{"paper_id": h.paper_id, "title": h.paper.heading} for h in
+                                                   (gen.closest if gen.closest is not None else state.hits[:3])])
         return state
 
     # ---- helpers of the stages ----------------------------------------------------------------

@@ -42,6 +42,9 @@ class Generation:
     answerable: bool = True
     warnings: list[str] = field(default_factory=list)
     incomplete: str | None = None  # why the text stops early (the stream broke); None for a whole answer
+    # A refusal: the papers that came closest (not cited), best first; None: the generator did not judge, and
+    # the chain names the top retrieved papers.
+    closest: list[PaperHit] | None = None
 
 
 class Generator(Protocol):
