@@ -199,6 +199,49 @@ def test_bibtex_strict_and_empty(tmp_path: Path) -> None:
         load(f)
 
 
+_BIB_ABS = "We propose okapi kernels, periodic covariance functions that forecast tidal heights well."
+_BIB_ENTRY = "@article{%s,\n  title = {A title},\n  author = {Lee, Ann and Wu, Bo},\n  abstract = {%s},\n}\n"
+# Shapes of real exports: Zotero starts with a blank line, JabRef with an encoding comment and ends with its
+# meta comment, a hand-kept file has a preamble and macros, Windows tools write CRLF; each has one broken entry.
+BIB_EXPORTS = {
+    "zotero": "\n" + _BIB_ENTRY % ("z1", _BIB_ABS) + "\n" + "@article{broken,\n  title = {Unclosed,\n\n"
+              + _BIB_ENTRY % ("z2", _BIB_ABS + "\n\n  Second paragraph."),
+    "jabref": "% Encoding: UTF-8\n\n" + _BIB_ENTRY % ("j1", _BIB_ABS)
+              + "\n@Comment{jabref-meta: databaseType:bibtex;}\n"
+              + "@article{broken, abstract = }}}\n\n" + _BIB_ENTRY % ("j2", _BIB_ABS)
+              + "\n@Comment{jabref-meta: grouping:\n0 AllEntriesGroup:;\n}\n",
+    "preamble": "% my references\n% kept by hand\n@preamble{\"\\newcommand{\\noop}[1]{}\"}\n"
+                + "@string{nips = {NeurIPS}}\n\n" + _BIB_ENTRY % ("p1", _BIB_ABS)
+                + "@article{broken,\n abstract={" + _BIB_ABS + "\n\n"
+                + _BIB_ENTRY % ("p2", _BIB_ABS),
+}
+BIB_EXPORTS["zotero-crlf"] = BIB_EXPORTS["zotero"].replace("\n", "\r\n")
+BIB_EXPORTS["preamble-crlf"] = "\ufeff" + BIB_EXPORTS["preamble"].replace("\n", "\r\n")
+
+
+@pytest.mark.parametrize("name", list(BIB_EXPORTS))
+def test_bibtex_lines_are_the_files_lines(tmp_path: Path, name: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Every paper and problem names the line its ``@`` is on (1-based, CRLF one line end), which is
+    bibtexparser's 0-based ``start_line`` + 1; bibtexparser's own 0-based abort warning is not shown."""
+    import bibtexparser
+
+    text = BIB_EXPORTS[name]
+    f = tmp_path / f"{name}.bib"
+    f.write_bytes(text.encode("utf-8"))
+    body = text.removeprefix("\ufeff")
+    at = {m.group(1): body.count("\n", 0, m.start()) + 1
+          for m in re.finditer(r"^@article\{(\w+)", body, re.M)}
+    parsed = {b.key: b.start_line + 1 for b in bibtexparser.parse_string(body).entries}
+    caplog.clear()
+    r = load(f)
+    got = {p.id.removeprefix("bib:"): p.source_line for p in r.papers}
+    assert len(r.papers) == 2 and len(r.problems) == 1 and "'broken'" in r.problems[0].reason, r.problems
+    got["broken"] = r.problems[0].line
+    assert got == at, (got, at)
+    assert all(parsed[k] == at[k] for k in parsed), (parsed, at)  # the entries bibtexparser could parse
+    assert not [rec for rec in caplog.records if rec.name.startswith("bibtexparser")], caplog.text
+
+
 # ---------------------------------------------------------------- CSV / JSON / JSONL
 
 def test_csv_quoted_multiline_rows() -> None:

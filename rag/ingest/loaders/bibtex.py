@@ -3,13 +3,20 @@
 An entry with an ``abstract`` becomes a ``Paper`` (id ``bib:<citation key>`` unless it has an arXiv id or
 DOI); an entry without one, a duplicate key or a block the parser had to abort becomes a ``RecordProblem``
 at the entry's line, and the rest of the file still loads.
+
+Lines count from 1 as an editor shows them (``\n`` ends a line; CRLF is one line end). bibtexparser's
+``start_line`` counts from 0, and so does the "Parsing of `@article` block (line N) aborted" warning it logs;
+that warning is held back while this loader parses, because the ``RecordProblem`` already names the block at
+its real line and two numbers one apart for the same entry send the user to the wrong line.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +32,38 @@ log = logging.getLogger(__name__)
 _ENTRY_START = re.compile(r"^\s*@\s*([A-Za-z]+)\s*[{(]\s*([^,\s]*)", re.M)
 _ARXIV_IN_TEXT = re.compile(r"(?:arxiv:\s*|arxiv\.org/(?:abs|pdf)/)([a-z\-]+(?:\.[A-Z]{2})?/\d{7}|\d{4}\.\d{4,5})",
                             re.I)
+
+
+class _HoldSplitterNotices(logging.Filter):
+    """Drops bibtexparser.splitter's warning/info records in a thread while this loader parses there.
+
+    Errors pass: the splitter logs them only before raising, and the raise becomes an ``InputError``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or not getattr(self._local, "holding", False)
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        before = getattr(self._local, "holding", False)
+        self._local.holding = True
+        try:
+            yield
+        finally:
+            self._local.holding = before
+
+
+# Installed once (a filter attached per parse would race between threads); inert outside ``holding()``.
+_SPLITTER_NOTICES = _HoldSplitterNotices()
+logging.getLogger("bibtexparser.splitter").addFilter(_SPLITTER_NOTICES)
+
+
+def block_line(block: model.Block) -> int:
+    """The 1-based file line a parsed block starts on (bibtexparser's ``start_line`` is 0-based)."""
+    return (block.start_line or 0) + 1
 
 
 def _fields(entry: model.Entry) -> dict[str, str]:
@@ -49,7 +88,7 @@ def _arxiv_id(f: dict[str, str]) -> str | None:
 
 def entry_paper(path: Path, entry: model.Entry) -> Item:
     """One parsed entry → ``Paper``, or a ``RecordProblem`` when it has no abstract."""
-    line = (entry.start_line or 0) + 1
+    line = block_line(entry)
     f = _fields(entry)
     if not (f.get("abstract") or "").strip():
         return problem(path, line, f"no abstract in entry '{entry.key}'")
@@ -62,7 +101,7 @@ def entry_paper(path: Path, entry: model.Entry) -> Item:
 
 
 def _failed(path: Path, block: model.ParsingFailedBlock) -> Iterator[Item]:
-    line = (block.start_line or 0) + 1
+    line = block_line(block)
     if isinstance(block, model.DuplicateBlockKeyBlock):
         yield problem(path, line, f"duplicate citation key '{block.key}'; the first entry with it was kept")
         return
@@ -99,7 +138,8 @@ class BibtexLoader:
         """Parse the whole file (it is needed for ``@string`` macros), then yield entries in file order."""
         text = read_text(path)
         try:
-            library = bibtexparser.parse_string(text)
+            with _SPLITTER_NOTICES.holding():
+                library = bibtexparser.parse_string(text)
         except Exception as e:  # the parser raises only on internal errors; never show a traceback
             raise InputError(f"cannot parse BibTeX: {type(e).__name__}: {e}", where=str(path)) from None
         blocks: list[Any] = [b for b in library.blocks
