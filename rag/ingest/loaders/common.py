@@ -42,6 +42,9 @@ ABSTRACT_CHARS: contextvars.ContextVar[int] = contextvars.ContextVar("abstract_c
 
 _MAGIC = {b"\x1f\x8b": "gzip-compressed; decompress it first", b"PK\x03\x04": "a zip archive; extract it first",
           b"%PDF": "a PDF; paperchat reads abstracts from text exports, not PDFs",
+          # UTF-32 before UTF-16: the UTF-32-LE BOM starts with the UTF-16-LE one (matched in this order)
+          b"\xff\xfe\x00\x00": "UTF-32 encoded; save it as UTF-8",
+          b"\x00\x00\xfe\xff": "UTF-32 encoded; save it as UTF-8",
           b"\xff\xfe": "UTF-16 encoded; save it as UTF-8", b"\xfe\xff": "UTF-16 encoded; save it as UTF-8"}
 
 
