@@ -7,7 +7,8 @@ Each table of the TOML file is a kind of figure, each key a minimum (``[latency_
     single = 0.9
     [metrics]              # means of per-case metrics (see evals/run.py SUMMARY_METRICS)
     fact_recall = 0.8
-    [answer]               # cannot_answer_accuracy, follow_up_success … (false_refusal_rate is a maximum)
+    [answer]               # cannot_answer_accuracy, single_only_gold, follow_up_success … (false_refusal_rate
+                           # is a maximum)
     cannot_answer_accuracy = 1.0
 
 A failure names the figure, its value and threshold, and the failing questions behind it.
@@ -67,9 +68,17 @@ def _culprits(rows: list[dict[str, Any]], table: str, key: str, bound: float) ->
         return [r for r in rows if not r["answerable"] and r["ok"] is False]
     if key == "false_refusal_rate":
         return [r for r in rows if r["answerable"] and r["refused"]]
+    if key == "single_only_gold":  # a single-paper answer that cites another paper beside (or instead of) the gold one
+        return [r for r in rows if r["type"] == "single" and r["answerable"] and r["gold"] and r["gold"][0]
+                and r["cited"] != r["gold"][:1]]
     if key.startswith("follow_up"):
         return [r for r in rows if r["type"] == "follow-up" and r["ok"] is False]
     return []
+
+
+def _cited(row: dict[str, Any]) -> str:
+    labels = row.get("labels", {})
+    return "cited " + (", ".join(labels.get(c, c) for c in row["cited"]) or "nothing")
 
 
 def check(report: dict[str, Any], thresholds: dict[str, dict[str, float]]) -> list[str]:
@@ -88,6 +97,7 @@ def check(report: dict[str, Any], thresholds: dict[str, dict[str, float]]) -> li
                 culprits = _culprits(report["rows"], table, key, bound)
                 for r in culprits[:MAX_NAMED]:
                     why = (f"{r['timings'][key.rpartition('_')[0]]:.0f} ms" if table == "latency_ms"
+                           else _cited(r) if key == "single_only_gold"
                            else r["why"] or f"{key} {r['metrics'].get(key, 0):.2f}")
                     lines.append(f"    {r['id']}: {r['question'][:100]!r} — {why}")
                 if len(culprits) > MAX_NAMED:
