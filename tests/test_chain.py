@@ -104,10 +104,25 @@ def test_out_of_corpus_reply(chain: AnswerChain) -> None:
     assert (a.answer, a.answerable, a.citations) == (CANNOT_ANSWER, False, [])
 
 
+def test_a_refusal_names_the_closest_papers(chain: AnswerChain) -> None:
+    from rag.answer import render_text
+
+    a = chain.ask("How much speedup does speculative decoding with a small draft model give for LLM inference?")
+    assert (a.answer, a.answerable, a.citations) == (CANNOT_ANSWER, False, [])  # the eval/API contract holds
+    retrieved = [r["paper_id"] for r in a.retrieved]
+    assert 1 <= len(a.closest) <= 3 and all(c["paper_id"] in retrieved and c["title"] for c in a.closest)
+    assert a.to_dict()["closest"] == a.closest
+    text = render_text(a)
+    line = "Closest papers in the library: " + "; ".join(c["title"] for c in a.closest)
+    assert text.endswith(CANNOT_ANSWER + "\n\n" + line) and "[1]" not in line
+    answered = chain.ask("How many training samples does Video-MTR need?")
+    assert answered.closest == [] and answered.to_dict()["closest"] == []
+
+
 def test_answer_json_schema(chain: AnswerChain) -> None:
     d = chain.ask("How many training samples does Video-MTR need?").to_dict()
     assert set(d) >= {"question", "standalone_question", "answer", "answerable", "mode", "filters", "citations",
-                      "retrieved", "timings", "warnings"}
+                      "retrieved", "timings", "warnings", "closest"}
     assert d["mode"] == "extractive" and d["answerable"] is True and isinstance(d["filters"], dict)
     c = d["citations"][0]
     assert set(c) >= {"n", "paper_id", "title", "authors", "categories", "year", "abstract", "summary", "evidence",

@@ -14,7 +14,7 @@ from rag.index.lexical import paper_text
 from rag.ingest import loaders
 from rag.qa.evidence import EvidenceIndex
 from rag.qa.generate import Generation, GenerationInput
-from rag.qa.generate.extractive import ExtractiveGenerator, attribute, cite, short_authors
+from rag.qa.generate.extractive import ExtractiveGenerator, asks_for_several, attribute, cite, short_authors
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.qa.retrieval import PaperHit
 from rag.records import StoredPaper
@@ -81,6 +81,61 @@ def test_two_papers_for_a_two_paper_question(gen, papers) -> None:
                                      hits(mia, tools, other)))
     assert {h.paper_id for h in g.sources} == {mia.id, tools.id}
     assert "[1]" in synthesis(g.text) and "[2]" in synthesis(g.text)
+
+
+def test_a_paper_that_only_shares_words_is_not_cited(gen, papers) -> None:
+    # The backdoor-poisoning paper and the tool-unlearning paper share "attack", "image", "model", even
+    # "membership inference" with the question; only the first paper measures what is asked.
+    mia = find(papers, "Antoni Kowalczuk", "membership")
+    backdoor = next(p for p in papers.values() if "Clean-Label Backdoor" in p.abstract)
+    tools = find(papers, "Jiali Cheng", "ToolDelete")
+    others = [backdoor, tools]
+    g = gen.generate(GenerationInput("How much more vulnerable to membership inference are image autoregressive "
+                                     "models than diffusion models?", hits(mia, *others)))
+    assert g.answerable and [h.paper_id for h in g.sources] == [mia.id]
+    # A parameter-efficient fine-tuning paper and a KV-cache paper share "fine-tuning", "LLMs", "rank" with a
+    # question that only the rank-1 LoRA paper answers.
+    lora, sdt, scd = (next(p for p in papers.values() if phrase in p.abstract)
+                      for phrase in ("rank-1 LoRA", "Sparse Dimension Tuning", "SCD"))
+    g = gen.generate(GenerationInput("Why does rank-1 LoRA collapse when fine-tuning multimodal LLMs, and what "
+                                     "initialization fixes it?", hits(lora, sdt, scd)))
+    assert g.answerable and [h.paper_id for h in g.sources] == [lora.id]
+    # Asked for every paper on the topic, the one that uses membership inference attacks is cited too.
+    g = gen.generate(GenerationInput("Which papers use membership inference attacks?", hits(mia, *others)))
+    assert {mia.id, tools.id} <= {h.paper_id for h in g.sources}
+
+
+def test_a_comparison_cites_each_paper_compared(gen, papers) -> None:
+    eppo = find(papers, "Yuchun Miao", "EPPO")
+    pmd = find(papers, "Zhenghao Xu", "PMD")
+    other = find(papers, "Zinan Zheng", "weather")
+    g = gen.generate(GenerationInput("Compare the papers that modify PPO or mirror-descent style policy "
+                                     "optimization for LLMs.", hits(pmd, other, eppo)))
+    assert [h.paper_id for h in g.sources] == [pmd.id, eppo.id]
+
+
+@pytest.mark.parametrize(("question", "several"), [
+    ("Which papers study reward hacking?", True), ("Compare EVO and MICE.", True),
+    ("What approaches to parameter-efficient fine-tuning are proposed?", True),
+    ("What work is there on neural PDE solvers, and how do the approaches differ?", True),
+    ("Are there methods that make kernel two-sample tests cheaper?", True),
+    ("What regularizer does PMD-mean implicitly optimize?", False),
+    ("How does APCG compare with SDCA on ill-conditioned problems?", False),  # one paper's own comparison
+    ("Does the method beat both APG and Prox-SVRG?", False),
+    ("How are greedy value function methods related to policy gradient methods?", False),
+])
+def test_questions_asking_for_several_papers(question: str, several: bool) -> None:
+    assert asks_for_several(question) is several
+
+
+def test_a_refusal_names_the_closest_papers_without_citing_them(gen, papers) -> None:
+    some = list(papers.values())
+    g = gen.generate(GenerationInput("How much speedup does speculative decoding with a small draft model give "
+                                     "for LLM inference?", hits(*some[:5])))
+    assert (g.text, g.sources, g.answerable) == (CANNOT_ANSWER, [], False)
+    assert g.closest and len(g.closest) <= 3 and {h.paper_id for h in g.closest} <= {p.id for p in some[:5]}
+    # Nothing in the library is near a question about baking: no paper is named as close.
+    assert gen.generate(GenerationInput("How do I bake sourdough bread?", hits(*some[:5]))).closest == []
 
 
 @pytest.mark.parametrize("question", ["What is the capital of Australia?", "How do I bake sourdough bread?"])

@@ -131,6 +131,18 @@ def test_filters_warnings_and_errors_are_shown_escaped() -> None:
     assert_inert(chat_html(render.streaming_markdown("partial ![x](http://e/x.png) [1")), {"p", "span"})
 
 
+def test_a_refusal_shows_the_closest_papers_as_plain_titles() -> None:
+    a = answer("I cannot answer that.", citations=[], answerable=False,
+               closest=[{"paper_id": "h:1", "title": "Speculative <b>Sampling</b> [1]"},
+                        {"paper_id": "h:2", "title": ""}])
+    md = render.answer_markdown(a, turn=2)
+    assert "Closest papers in the library: " in md and "h&#58;2" in md  # an untitled paper by its id
+    html = chat_html(md)
+    audit = assert_inert(html, {"p", "span", "em", "strong", "br"}, anchors_only=True)
+    assert audit.hrefs() == [] and "<b>" not in html  # titles are text, not citations or markup
+    assert "Closest papers" not in render.answer_markdown(answer())
+
+
 def test_markdown_structure_cannot_be_opened_from_text() -> None:
     md = inline("# Title\n> quote\n- item\n1. one\n    code\n| a | b |\n===\n---", "chat")
     html = chat_html(md)
