@@ -18,6 +18,34 @@ SAMPLE = sorted((ROOT / "data" / "sample").glob("*.txt"))
 SHARED = ROOT.parent / "shared"
 
 
+def running_in_ci() -> bool:
+    """True on a CI runner (GitHub, GitLab and most others set CI=true)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def require_data(*paths: Path) -> None:
+    """Stop a test whose input under ../shared/datasets is missing: skip it on a developer's machine, but fail
+    it in CI, where a silent skip would report the suite green without these tests having run."""
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if not missing:
+        return
+    msg = f"test data missing: {', '.join(missing)} (the shared datasets go beside the checkout, in ../shared)"
+    if running_in_ci():
+        pytest.fail(f"{msg}; CI=true, so this is a failure, not a skip: provide the datasets to the CI job",
+                    pytrace=False)
+    pytest.skip(msg)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "requires_data(*paths): the test reads these files under ../shared; "
+                                       "missing, it is skipped locally and fails in CI (conftest.require_data)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("requires_data"):
+        require_data(*mark.args)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def clean_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """No PAPERCHAT_* variable, ~/.paperchat/config.toml or ./.env of the developer's reaches any test.

@@ -14,8 +14,7 @@ from conftest import SHARED
 from bench import crash_loop
 
 DATA = SHARED / "datasets"
-needs_data = pytest.mark.skipif(not (DATA / "cranfield" / "corpus.jsonl").exists()
-                                or not (DATA / "nips-2013-2015").exists(), reason="shared datasets not present")
+needs_data = pytest.mark.requires_data(DATA / "cranfield" / "corpus.jsonl", DATA / "nips-2013-2015")
 
 
 def _failures(res: dict) -> list:

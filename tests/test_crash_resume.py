@@ -37,7 +37,7 @@ def _ingest_until_batches(path: Path, batches: int, env: dict[str, str]) -> int:
     return seen
 
 
-@pytest.mark.skipif(not NIPS13.exists(), reason="shared datasets not present")
+@pytest.mark.requires_data(NIPS13)
 def test_killed_ingest_resumes_to_exact_counts(paperchat_home: Path) -> None:
     env = {**os.environ, "PAPERCHAT_INGEST__BATCH_PAPERS": "40"}
     assert _ingest_until_batches(NIPS13, 2, env) == 2

@@ -225,8 +225,7 @@ def test_a_code_only_in_a_suspect_sentence_is_dropped_from_the_answer() -> None:
 _SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
-@pytest.mark.skipif(not (_SHARED / "nips-2013-2015").is_dir() or not (_SHARED / "cranfield").is_dir(),
-                    reason="shared NeurIPS/Cranfield datasets not available")
+@pytest.mark.requires_data(_SHARED / "nips-2013-2015", _SHARED / "cranfield" / "corpus.jsonl")
 def test_detector_false_positives_on_neurips_and_cranfield(capsys: pytest.CaptureFixture[str]) -> None:
     import csv
 

@@ -17,7 +17,7 @@ FIX = ROOT / "tests" / "fixtures" / "loaders"
 SAMPLES = sorted((ROOT / "data" / "sample").glob("*.txt"))
 DATASETS = next((p for p in (ROOT.parent / "shared" / "datasets", Path("/work/shared/datasets")) if p.is_dir()),
                 ROOT.parent / "shared" / "datasets")
-needs_datasets = pytest.mark.skipif(not DATASETS.is_dir(), reason="shared/datasets is not beside the repo")
+needs_datasets = pytest.mark.requires_data(DATASETS / "nips-2013-2015", DATASETS / "cranfield" / "corpus.jsonl")
 
 
 def by_line(result: LoadResult) -> dict[int, Paper]:
