@@ -278,7 +278,7 @@ def test_split_is_a_checked_field_and_the_neurips_set_carries_it_from_its_ids(tm
     with pytest.raises(InputError, match="field 'split'"):
         load_set(p)
     cases = load_set(SETS_DIR / "neurips.jsonl")
-    assert all(c.split == c.id.split("-")[1] for c in cases)
+    assert {c.split for c in cases} == {"dev", "test"} and all(c.split == c.id.split("-")[1] for c in cases)
     assert sum(c.split == "test" for c in cases) == 66
 
 
@@ -348,7 +348,8 @@ def test_eval_with_distractors_builds_one_store_from_the_sets_corpus_and_the_dis
     assert report["meta"]["corpus"] == [str(tmp_path / "own.csv"), str(tmp_path / "near.csv")]
     assert report["meta"]["distractors"] == [str(tmp_path / "near.csv")]
     rows = {r["id"]: r for r in report["rows"]}
-    assert all(r["gold"][0] for r in rows.values())  # the distractor paper is in the store: its rule resolves
+    # the distractor paper is in the store: its rule resolves
+    assert set(rows) == {"dev-1", "test-1"} and all(r["gold"][0] for r in rows.values())
     assert rows["dev-1"]["ok"] and rows["dev-1"]["split"] == "dev"
     assert set(report["splits"]) == {"dev", "test"} and report["splits"]["dev"]["cases"] == 1
     assert "| figure | all | dev | test |" in (out / "report.md").read_text()

@@ -51,7 +51,7 @@ def test_changed_record_is_updated_in_place(make_runtime, tmp_path: Path) -> Non
     assert [r.title for r in rows] == ["New title"]
     assert store_problems(rt.store) == []
     texts = list(rt.store.documents(chunk_ids(rt.store)).values())
-    assert all("BarNet" in t for t in texts) and not any("FooNet" in t for t in texts)
+    assert texts and all("BarNet" in t for t in texts) and not any("FooNet" in t for t in texts)
 
 
 def test_the_store_oracle_reports_a_second_version_and_a_missing_chunk(make_runtime) -> None:

@@ -170,6 +170,7 @@ def test_the_installed_wheel_ingests_answers_serves_and_evals_the_sample(
     report = json.loads(stdout)
     assert report["gate"] == {"passed": True, "failures": []}
     assert report["meta"]["cases"] == 60 and report["meta"]["set_name"] == "seed"
-    assert all(Path(p).is_relative_to(venv.parent) for p in report["meta"]["corpus"])
+    corpus = report["meta"]["corpus"]
+    assert corpus and all(Path(p).is_relative_to(venv.parent) for p in corpus)
     assert Path(report["meta"]["set"]).is_relative_to(venv.parent)
     assert report["meta"]["commit"] is None
