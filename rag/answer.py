@@ -27,6 +27,19 @@ class Citation:
 
 
 @dataclass
+class StatementCheck:
+    """One cited statement of an answer and whether its cited abstracts say it."""
+
+    text: str  # the statement without its [n] markers
+    cited: list[int]  # the [n] it cites
+    supported: bool  # on topic for every cited abstract and passes the claim checks (numbers, negation, names)
+    why: str = ""  # why not, quoting what disagrees; empty when supported
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class Answer:
     """One turn's answer, with verified, renumbered citations.
 
@@ -50,6 +63,10 @@ class Answer:
                                    answer is incomplete…
         closest              list  {paper_id, title}, best first: for the cannot-answer reply, the stored papers
                                    that came closest (not cited, so the user can rephrase); empty otherwise
+        statements           list  {text, cited, supported, why}: each cited statement (markers removed), the
+                                   [n] it cites, whether the cited abstracts say it (on topic, and numbers,
+                                   negation, direction and names agree), and why not; a citation is
+                                   unsupported when any statement citing it is
     """
 
     question: str
@@ -64,6 +81,7 @@ class Answer:
     warnings: list[str] = field(default_factory=list)
     complete: bool = True  # false: the LLM stream broke off and ``answer`` is the verified part received
     closest: list[dict[str, str]] = field(default_factory=list)  # refusals: [{paper_id, title}], not cited
+    statements: list[StatementCheck] = field(default_factory=list)  # cited statements as the verifier judged them
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON schema of ``paperchat ask --json`` (one object per turn)."""
@@ -80,6 +98,7 @@ class Answer:
             "timings": {k: round(float(v), 2) for k, v in self.timings.items()},
             "warnings": list(self.warnings),
             "closest": [{"paper_id": c["paper_id"], "title": c["title"]} for c in self.closest],
+            "statements": [s.to_dict() for s in self.statements],
         }
 
     @property

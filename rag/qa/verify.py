@@ -3,8 +3,11 @@
 Invalid markers (``[9]`` with five sources) are removed and reported. Each statement carrying a marker
 is scored against the cited abstract: idf-weighted share of the statement's terms found in the
 abstract, and embedding cosine with the abstract's best-matching sentence (which becomes the
-citation's ``evidence``). Only papers cited in the final text become citations, renumbered 1..m in
-order of first appearance.
+citation's ``evidence``). A score says the statement is on topic, not that the abstract says it, so each
+statement also goes through the claim checks of ``rag.qa.claims`` (numbers, negation, direction, names)
+against its cited abstracts and best-matching sentence. A statement that fails either is unsupported, with
+the reason in ``Verified.statements`` and quoted in the warnings, and so is every citation it carries.
+Only papers cited in the final text become citations, renumbered 1..m in order of first appearance.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from rag.answer import Citation
+from rag.answer import Citation, StatementCheck
+from rag.qa import claims
 from rag.qa.evidence import EvidenceIndex, content_terms, term_in
 from rag.qa.generate import Generation
 from rag.qa.prompts import CANNOT_ANSWER, is_cannot_answer
@@ -34,6 +38,7 @@ class Verified:
     citations: list[Citation]
     answerable: bool
     warnings: list[str] = field(default_factory=list)
+    statements: list[StatementCheck] = field(default_factory=list)  # every cited statement, in text order
 
 
 @dataclass
@@ -132,13 +137,16 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
     vecs = evidence.embed([s.text for s in stmts]) if stmts else None
     best: dict[int, list[tuple[float, int, int]]] = {i: [] for i in range(1, len(sources) + 1)}
     scores: dict[int, list[float]] = {i: [] for i in range(1, len(sources) + 1)}
+    failed: set[int] = set()  # citations carried by a statement that fails a claim check
+    checks: list[StatementCheck] = []
     for si, st in enumerate(stmts):
         terms = content_terms(st.text)
         weights = evidence.idf(terms)
         total = sum(weights.values())
-        for n in st.cites:
-            if n not in best:
-                continue
+        why: list[str] = []
+        top: tuple[float, str] | None = None  # the best-matching sentence over all cited abstracts
+        cited = [n for n in st.cites if n in best]
+        for n in cited:
             ev = evs[n - 1]
             if not len(ev.sentences) or vecs is None:
                 continue
@@ -146,12 +154,29 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
             # The evidence is the sentence closest in meaning and in words to the statement.
             both = [0.5 * float(cos[j]) + 0.5 * _share(weights, total, ev.terms[j]) for j in range(len(cos))]
             j = max(range(len(both)), key=both.__getitem__)
+            if top is None or both[j] > top[0]:
+                top = (both[j], ev.sentences[j])
             lex = _share(weights, total, ev.all_terms)
             support = 0.5 * float(cos.max()) + 0.5 * lex
             scores[n].append(support)
             best[n].append((round(both[j], 6), -si, j))  # ties (float noise) go to the earlier statement
             if support < SUPPORTED:
                 warnings.append(f"[{n}] may not support: \u201c{st.text[:160]}\u201d (support {support:.2f})")
+                why.append(f"[{n}] is about something else (support {support:.2f})")
+        if top is not None:
+            papers = [sources[n - 1].paper for n in cited]
+            sentences = [s for n in cited for s in evs[n - 1].sentences]
+            names = frozenset().union(*(evs[n - 1].all_terms for n in cited))
+            extra = " ".join(f"{p.title or ''} {p.label} {p.year or ''}" for p in papers)
+            wrong = claims.check(st.text, sentences, names, top[1], extra)
+            if wrong:
+                failed.update(cited)
+                marks = "".join(f"[{n}]" for n in cited)
+                warnings.append(f"{marks} does not support: \u201c{st.text[:160]}\u201d ({'; '.join(wrong)})")
+                why += wrong
+        if cited:
+            checks.append(StatementCheck(text=st.text, cited=cited, supported=not why and top is not None,
+                                         why="; ".join(why) if top is not None else "no abstract text to check"))
     citations = []
     for n, hit in enumerate(sources, start=1):
         p = hit.paper
@@ -163,5 +188,5 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
         citations.append(Citation(
             n=n, paper_id=hit.paper_id, title=p.heading, authors=list(p.authors), categories=list(p.categories),
             year=p.year, abstract=p.abstract, summary=summary, evidence=evidence_text,
-            supported=bool(scores[n]) and min(scores[n]) >= SUPPORTED, url=p.url))
-    return Verified(text.strip(), citations, gen.answerable, warnings)
+            supported=bool(scores[n]) and min(scores[n]) >= SUPPORTED and n not in failed, url=p.url))
+    return Verified(text.strip(), citations, gen.answerable, warnings, checks)
