@@ -325,7 +325,7 @@ class AnswerChain:
         state.answer = Answer(
             question=state.question, standalone_question=condensed.standalone, answer=checked.text,
             answerable=checked.answerable, mode=state.mode, filters=filters_dict(state.filters),
-            citations=checked.citations,
+            citations=checked.citations, statements=checked.statements,
             retrieved=[{"paper_id": h.paper_id, "score": float(h.score)} for h in state.hits],
             timings=state.timings, warnings=list(dict.fromkeys(state.warnings)), complete=gen.incomplete is None,
             closest=[] if checked.answerable else [{"paper_id": h.paper_id, "title": h.paper.heading} for h in
