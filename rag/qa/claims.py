@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rag.analysis import analyze
-from rag.qa.evidence import entities, term_in
+from rag.qa.evidence import term_in
 
 WINDOW = 4  # words either side of a direction word that say what it is about
 SCOPE = 3  # words after a negation cue that it negates
 ROUNDED = 0.03  # a statement's number may round a source value by at most this share of it
-DERIVED = 0.01  # … or a difference or ratio of two source values by at most this share
+DERIVED = 0.005  # … or a difference or ratio of two source values by at most this share
 
 # ---- words ---------------------------------------------------------------------------------------
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.U)
@@ -169,6 +169,7 @@ _NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 
                  "hundred": 100, "thousand": 1000, "twice": 2, "double": 2, "doubles": 2, "doubling": 2,
                  "triple": 3, "triples": 3, "dozen": 12, "half": 0.5, "quarter": 0.25}
 _SOURCE_ONLY_WORDS = {"one": 1, "single": 1, "once": 1, "pair": 2, "both": 2, "dual": 2}
+_TIMES = {"\u00d7", "x", "times", "fold"}
 _SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "b": 1e9, "billion": 1e9}
 
 
@@ -176,8 +177,9 @@ _SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "b": 1e9, "billio
 class Quantity:
     text: str  # as written
     unit: str  # "%", "x" (times), or "" (a count, a plain number)
-    values: frozenset[tuple[float, int]]  # the value and what it equals in other units (65% → 65, 0.65), each
-    # with the digits after the point it is precise to (0.65 from "65%": 2)
+    value: float  # as written: 65 for "65%"
+    decimals: int  # digits after the point as written (how far it may round a source value)
+    values: frozenset[float]  # what it equals in other units too (65% → 65, 0.65; 8K → 8, 8000)
 
 
 def _quantities(text: str, words_too: bool = True) -> list[Quantity]:
@@ -188,58 +190,65 @@ def _quantities(text: str, words_too: bool = True) -> list[Quantity]:
         if after.isalpha() and not unit:  # "3D", "2nd", "83ms": part of a word
             continue
         v = float(raw.replace(",", ""))
-        d = len(raw.split(".")[1]) if "." in raw else 0
-        vals = {(v, d)}
+        vals = {v}
         if unit.startswith(("%", "percent", "pp")):
-            vals.add((v / 100, d + 2))
+            vals.add(v / 100)
         elif unit in _SCALE:
-            vals.add((v * _SCALE[unit], 0))
+            vals.add(v * _SCALE[unit])
         elif 0 < v < 1:
-            vals.add((v * 100, max(0, d - 2)))  # a fraction may be quoted as a percentage
-        kind = "%" if unit.startswith(("%", "percent", "pp")) else "x" if unit in {"×", "x", "times", "fold"} else ""
-        out.append(Quantity(m.group(0), kind, frozenset(vals)))
+            vals.add(v * 100)  # a fraction may be quoted as a percentage
+        kind = "%" if unit.startswith(("%", "percent", "pp")) else "x" if unit in _TIMES else ""
+        out.append(Quantity(m.group(0), kind, v, len(raw.split(".")[1]) if "." in raw else 0, frozenset(vals)))
     if words_too:
         for w in words(text):
             if w.surface in _NUMBER_WORDS:
-                out.append(Quantity(w.surface, "", frozenset({(float(_NUMBER_WORDS[w.surface]), 0)})))
+                n = float(_NUMBER_WORDS[w.surface])
+                out.append(Quantity(w.surface, "", n, 0, frozenset({n})))
     return out
 
 
-def _source_values(sentences: Sequence[str], extra: str) -> tuple[list[float], set[float]]:
-    """Every value the sources state (with unit variants) and the differences and ratios of values stated
-    together in one sentence (those a statement may derive: "from 60% to 70%" → "10 points")."""
-    stated: list[float] = []
-    derived: set[float] = set()
+@dataclass
+class _Values:
+    """What a source states: every value in every unit (for equality) and the values as written (which a
+    statement may round); both for values stated and for values derived within one sentence."""
+
+    exact: set[float]
+    written: set[float]
+
+
+def _source_values(sentences: Sequence[str], extra: str) -> tuple[_Values, _Values]:
+    """Every value the sources state and the differences and ratios of like values stated together in one
+    sentence (those a statement may derive: "from 60% to 70%" → "10 points")."""
+    stated, derived = _Values(set(), set()), _Values(set(), set())
     for s in [*sentences, extra]:
         qs = _quantities(s)
         for w in words(s):
             if w.surface in _SOURCE_ONLY_WORDS:
-                qs.append(Quantity(w.surface, "", frozenset({(float(_SOURCE_ONLY_WORDS[w.surface]), 0)})))
-        stated += [v for q in qs for v, _ in q.values]
+                n = float(_SOURCE_ONLY_WORDS[w.surface])
+                qs.append(Quantity(w.surface, "", n, 0, frozenset({n})))
+        for q in qs:
+            stated.exact |= q.values
+            stated.written.add(q.value)
         # Only like with like (two percentages, two counts), and never a year: 2025 - 1 is not a claim.
-        like = [q for q in qs if not any(1900 <= v <= 2100 and v.is_integer() for v, _ in q.values)][:12]
+        like = [q for q in qs if not (1900 <= q.value <= 2100 and q.value.is_integer())][:12]
         for i, qa in enumerate(like):
             for qb in like[i + 1:]:
                 if qa.unit != qb.unit:
                     continue
-                for a, b in zip(sorted(v for v, _ in qa.values), sorted(v for v, _ in qb.values)):
-                    derived.add(round(abs(a - b), 6))
-                    if a and b:
-                        derived.add(round(max(a, b) / min(a, b), 6))
+                a, b = qa.value, qb.value
+                found = {round(abs(a - b), 6)} | ({round(max(a, b) / min(a, b), 6)} if a and b else set())
+                derived.written |= found
+                derived.exact |= found | ({round(x / 100, 8) for x in found} if qa.unit == "%" else set())
     return stated, derived
 
 
-def _matches(q: Quantity, values: Iterable[float], rel: float = ROUNDED) -> bool:
-    for v in values:
-        for s, decimals in q.values:
-            if math.isclose(s, v, rel_tol=1e-6, abs_tol=1e-9):
-                return True
-            # A source value rounded ("2.7x" from 2.65x, "99%" from 99.15%), never the other way round, and
-            # only a little ("1%" is not 1.3%).
-            if (_decimals(v) > decimals and abs(s - v) <= 0.5 * 10 ** -decimals + 1e-9
-                    and abs(s - v) <= rel * abs(v)):
-                return True
-    return False
+def _matches(q: Quantity, source: _Values, rel: float) -> bool:
+    if any(math.isclose(s, v, rel_tol=1e-6, abs_tol=1e-9) for s in q.values for v in source.exact):
+        return True
+    # A source value rounded ("2.7x" from 2.65x, "99%" from 99.15%), never the other way round, and only a
+    # little ("1%" is not 1.3%); compared as written, so "1%" is not a rounded 0.98 (98%).
+    tol = 0.5 * 10 ** -q.decimals + 1e-9
+    return any(_decimals(v) > q.decimals and abs(q.value - v) <= min(tol, rel * abs(v)) for v in source.written)
 
 
 def _decimals(v: float) -> int:
@@ -250,20 +259,17 @@ def _decimals(v: float) -> int:
 def number_reasons(statement: str, sentences: Sequence[str], extra: str = "") -> list[str]:
     """Quantities of the statement that neither appear in nor follow from the source."""
     stated, derived = _source_values(sentences, extra)
-    bad = [q.text for q in _quantities(statement) if not _matches(q, stated) and not _matches(q, derived, DERIVED)]
+    bad = [q.text for q in _quantities(statement)
+           if not _matches(q, stated, ROUNDED) and not _matches(q, derived, DERIVED)]
     return [f"{', '.join(dict.fromkeys(bad))} not in the abstract"] if bad else []
 
 
 # ---- names ---------------------------------------------------------------------------------------
-_ACRONYM = re.compile(r"(?<![\w-])([A-Z][A-Za-z]*[A-Z])s?(?![\w-])")
-
-
-def _initials(sentences: Sequence[str]) -> str:
-    """Initial letters of the source's words in order, hyphenated parts apart ("state-of-the-art" → "sota")."""
-    return " ".join("".join(p[0] for p in re.findall(r"[^\W\d_]+", s.casefold())) for s in sentences)
-
-
+# The names ``rag.qa.evidence.entities`` finds (acronyms, CamelCase, names with digits), as written, so that only
+# the parts that make them names count: "EM-style" names EM, not "style".
+_NAME = re.compile(r"(?<![\w-])(?:[A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za-z]+-?\d[\w-]*|[a-z]+-[A-Z][\w-]*)")
 _DIGIT_NAME = re.compile(r"(?<![\w-])[^\W\d_][\w.-]*\d[\w-]*(?:\.\d+)?")
+_PROPER = re.compile(r"(?<=[a-z0-9,;] )[A-Z][a-z]{2,}(?:-[A-Z]?[a-z]+)*\b")  # "Kronecker", "Tucker" mid-sentence
 
 
 def _squash(text: str) -> str:
@@ -271,31 +277,58 @@ def _squash(text: str) -> str:
     return re.sub(r"[-\u2010-\u2013]", "", text.casefold())
 
 
+def _parts(sentences: Sequence[str]) -> list[tuple[str, bool]]:
+    """The source's words in order, hyphenated ones as their parts, each marked when it is not a hyphenated
+    word's first part ("state-of-the-art" → state, of*, the*, art*)."""
+    out: list[tuple[str, bool]] = []
+    for s in sentences:
+        for w in re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", s.casefold()):
+            out += [(p, i > 0) for i, p in enumerate(w.split("-"))]
+    return out
+
+
+def _expands(acronym: str, parts: Sequence[tuple[str, bool]]) -> bool:
+    """Consecutive source words spell ``acronym`` ("rl": reinforcement learning; "sota": state-of-the-art).
+    Each word that starts a word must be long (4+ letters for a two-letter acronym), so two short words that
+    happen to start with the right letters do not count."""
+    n = len(acronym)
+    least = 4 if n == 2 else 3
+    for i in range(len(parts) - n + 1):
+        window = parts[i:i + n]
+        if "".join(p[0] for p, _ in window) == acronym and all(inner or len(p) >= least for p, inner in window):
+            return True
+    return False
+
+
 def name_reasons(statement: str, source_terms: frozenset[str], sentences: Sequence[str], extra: str = "") -> list[str]:
-    """Named methods, datasets and metrics of the statement that the source never names; a name with digits
-    ("rank-16", "llama-guard-2") must match with its digits, which the analysed terms leave out."""
-    initials = None
-    bad: list[str] = []
+    """Named methods, datasets and metrics of the statement that the source never names. A name with digits
+    ("rank-16", "llama-guard-2") must match with its digits, which analysed terms leave out; an acronym may
+    be spelled out in the source instead; a capitalised word inside the sentence ("Kronecker") is a name too."""
     source = _squash(" ".join([*sentences, extra]))
+    bad: list[str] = []
     for m in _DIGIT_NAME.finditer(statement):
         name = m.group(0).rstrip(".")
         if not re.search(r"(?<!\w)" + re.escape(_squash(name)) + r"(?!\w)", source):
             bad.append(name)
-    digits_bad = list(bad)
-    acronyms = {frozenset(analyze(m.group(0))): m.group(1) for m in _ACRONYM.finditer(statement)}
-    for terms in entities(statement):
-        if all(term_in(t, source_terms) for t in terms):
-            continue
-        acr = acronyms.get(terms)
-        if acr and len(acr) >= 2:
-            initials = initials if initials is not None else _initials(sentences)
-            if acr.casefold() in initials:
-                continue
-        bad.append("/".join(sorted(terms)))
-    names = digits_bad + [m.group(0).strip(".,;:()[]") for m in re.finditer(r"\S+", statement)
-                          if any(frozenset(analyze(m.group(0).strip(".,;:()[]"))) == frozenset(b.split("/"))
-                                 for b in bad[len(digits_bad):])]
-    return [f"{', '.join(dict.fromkeys(names)) or ', '.join(bad)} not named in the abstract"] if bad else []
+    parts: list[tuple[str, bool]] | None = None
+    missing: set[str] = set()
+    named = [frozenset(t for part in m.group(0).split("-") if re.search(r"[A-Z0-9]", part) for t in analyze(part))
+             for m in _NAME.finditer(statement)]
+    named += [frozenset(analyze(m.group(0))) for m in _PROPER.finditer(statement)]
+    for terms in named:
+        for t in terms:
+            if not t.isascii() or term_in(t, source_terms):
+                continue  # math symbols ("χ²") are written many ways
+            if t.isalpha() and 2 <= len(t) <= 6:
+                parts = parts if parts is not None else _parts([*sentences, extra])
+                if _expands(t, parts):
+                    continue
+            missing.add(t)
+    for m in re.finditer(r"[^\s,;:()\[\]]+", statement):
+        word = m.group(0).rstrip(".")
+        if missing & set(analyze(word)) and word not in bad:
+            bad.append(word)
+    return [f"{', '.join(bad)} not named in the abstract"] if bad else []
 
 
 # ---- negation and direction ----------------------------------------------------------------------

@@ -1,0 +1,144 @@
+"""How often the citation verifier calls a contradiction unsupported, on hand-labelled (statement, abstract) pairs.
+
+    python -m bench.claims [--set evals/sets/claims.jsonl] [--out reports/claims.json] [--misses]
+
+Each pair of ``evals/sets/claims.jsonl`` (built and labelled as evals/sets/README.md describes) goes through
+``rag.qa.verify.verify`` exactly as a model's answer would: the statement with a ``[1]`` marker, the abstract
+as the only source, the bundled embedding model, idf over the set's abstracts. Reported for "unsupported"
+(the positive class): precision and recall overall, recall per kind of wrong statement (negation,
+direction, number, method, offtopic) with the precision of flagging that kind against the true paraphrases,
+and the share of true paraphrases flagged. Two verdicts are scored: the verifier's (support score and
+claim checks, what the user sees) and the claim checks alone (``rag.qa.claims``, what they add).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from bench.report import machine
+from evals.sets import SETS_DIR
+from rag.analysis import analyze
+from rag.config import get_settings, prepare_runtime
+from rag.index.embeddings import SentenceTransformerEmbedder
+from rag.qa.evidence import EvidenceIndex
+from rag.qa.generate import Generation
+from rag.qa.retrieval import PaperHit
+from rag.qa.verify import verify
+from rag.records import StoredPaper
+
+log = logging.getLogger(__name__)
+
+PAIRS = SETS_DIR / "claims.jsonl"
+# The two statements issue 19 quotes: both must come back unsupported.
+EPPO = ("EPPO rewards the increase in energy loss in the first layer [1].",
+        "EPPO does not mitigate reward hacking [1].")
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def idf_over(abstracts: Iterable[str]):
+    """BM25 idf over the set's distinct abstracts (the verifier weighs a statement's terms by it)."""
+    docs = [frozenset(analyze(a)) for a in dict.fromkeys(abstracts)]
+    df = Counter(t for d in docs for t in d)
+    n = len(docs)
+    return lambda terms: {t: math.log(1 + (n - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+
+
+def paper(row: dict[str, Any]) -> StoredPaper:
+    return StoredPaper(id=row["source"], label=row["title"], title=None, authors=(), categories=(), year=None,
+                       abstract=row["abstract"])
+
+
+def judge(row: dict[str, Any], evidence: EvidenceIndex) -> dict[str, Any]:
+    """The verifier's verdict on one pair, and whether the claim checks alone flagged it."""
+    p = paper(row)
+    cited = row["statement"].rstrip().rstrip(".") + " [1]."  # the marker inside the sentence, as models write it
+    out = verify(Generation(cited, [PaperHit(p.id, 1.0, paper=p)]), evidence)
+    st = out.statements[0] if out.statements else None
+    why = st.why if st else "no statement found"
+    claim_flag = bool(st) and not st.supported and any(
+        "is about something else" not in part for part in why.split("; ") if part)
+    return {"id": row["id"], "kind": row["kind"], "label": row["label"], "statement": row["statement"],
+            "flagged": not (st and st.supported), "claims_flagged": claim_flag, "why": why}
+
+
+def scores(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """Precision / recall of "unsupported" over all rows, recall and precision-vs-paraphrases per kind."""
+    pos = [r for r in rows if r["label"] == "unsupported"]
+    neg = [r for r in rows if r["label"] == "supported"]
+    tp = sum(r[key] for r in pos)
+    fp = sum(r[key] for r in neg)
+    out: dict[str, Any] = {
+        "precision": round(tp / (tp + fp), 3) if tp + fp else None,
+        "recall": round(tp / len(pos), 3) if pos else None,
+        "paraphrases_flagged": round(fp / len(neg), 3) if neg else None,
+        "paraphrases": len(neg), "unsupported": len(pos), "kinds": {}}
+    for kind in sorted({r["kind"] for r in pos}):
+        mine = [r for r in pos if r["kind"] == kind]
+        hit = sum(r[key] for r in mine)
+        out["kinds"][kind] = {"n": len(mine), "recall": round(hit / len(mine), 3),
+                              "precision_vs_paraphrases": round(hit / (hit + fp), 3) if hit + fp else None}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--set", type=Path, default=PAIRS)
+    ap.add_argument("--out", type=Path, default=None, help="write rows and totals as JSON")
+    ap.add_argument("--misses", action="store_true", help="print every pair the verifier got wrong")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    pairs = load(args.set)
+    settings = get_settings()
+    prepare_runtime(settings)
+    evidence = EvidenceIndex(SentenceTransformerEmbedder(settings.embeddings), idf_over(r["abstract"] for r in pairs))
+    t0 = time.perf_counter()
+    rows = [judge(r, evidence) for r in pairs]
+    eppo_abstract = next((r for r in pairs if "Energy loss-aware PPO" in r["abstract"]), None)
+    eppo = []
+    if eppo_abstract:
+        p = paper(eppo_abstract)
+        for text in EPPO:
+            st = verify(Generation(text, [PaperHit(p.id, 1.0, paper=p)]), evidence).statements[0]
+            eppo.append({"statement": text, "supported": st.supported, "why": st.why})
+    ms = (time.perf_counter() - t0) * 1000 / max(1, len(rows))
+    report = {"set": str(args.set), "pairs": len(rows), "ms_per_pair": round(ms, 1), "machine": machine(),
+              "verifier": scores(rows, "flagged"), "claims_only": scores(rows, "claims_flagged"), "eppo": eppo,
+              "rows": rows}
+
+    print(f"{len(rows)} pairs from {args.set} ({report['verifier']['paraphrases']} true paraphrases, "
+          f"{report['verifier']['unsupported']} unsupported); {ms:.1f} ms/pair")
+    print(f"{'':24}{'verifier':>22}{'claim checks only':>22}")
+    v, c = report["verifier"], report["claims_only"]
+    for name, key in (("unsupported precision", "precision"), ("unsupported recall", "recall"),
+                      ("paraphrases flagged", "paraphrases_flagged")):
+        print(f"{name:24}{v[key]!s:>22}{c[key]!s:>22}")
+    for kind, k in v["kinds"].items():
+        label = f"  {kind} (n={k['n']})"
+        print(f"{label:24}{'recall ' + str(k['recall']) + ' / prec ' + str(k['precision_vs_paraphrases']):>22}"
+              f"{'recall ' + str(c['kinds'][kind]['recall']):>22}")
+    for e in eppo:
+        print(f"EPPO check: {'supported' if e['supported'] else 'UNSUPPORTED'}: {e['statement']}  ({e['why']})")
+    if args.misses:
+        for r in rows:
+            if r["flagged"] != (r["label"] == "unsupported"):
+                print(f"  miss {r['id']:24} {r['statement']}  [{r['why']}]")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
