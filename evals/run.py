@@ -3,7 +3,8 @@
 Per case: retrieval (recall@k, MRR@10, nDCG@10 of the gold papers among the retrieved ones), citations
 (validity: citations that point at a retrieved paper, counting those the verifier had to remove;
 precision and recall against gold, ALCE-style; support rate from the
-chain's verifier), answer (fact recall, cannot-answer on out-of-corpus questions, follow-up success,
+chain's verifier, and the count and share of cited statements it found unsupported), answer (fact recall,
+cannot-answer on out-of-corpus questions, follow-up success,
 single-paper answers that cite the gold paper alone), latency per stage, and, when a judge is configured,
 LLM-judged faithfulness, relevance and citation support. Summaries are given over the whole set and,
 when its cases carry a ``split`` (dev / test), for each split apart. Pass/fail by type:
@@ -32,7 +33,7 @@ from rag.qa.prompts import CANNOT_ANSWER
 log = logging.getLogger(__name__)
 
 SUMMARY_METRICS = ("recall@k", "mrr@10", "ndcg@10", "citation_validity", "citation_precision", "citation_recall",
-                   "support_rate", "fact_recall")
+                   "support_rate", "statement_support_rate", "fact_recall")
 
 
 def case_metrics(case: Case, gold: list[str | None], answer: Answer) -> dict[str, float]:
@@ -45,6 +46,9 @@ def case_metrics(case: Case, gold: list[str | None], answer: Answer) -> dict[str
         m["citation_validity"] = sum(c in set(retrieved) for c in cited) / (len(cited) + removed)
     if answer.citations:
         m["support_rate"] = sum(c.supported for c in answer.citations) / len(answer.citations)
+    if answer.statements:  # the verifier's verdict per cited statement (support score and claim checks)
+        m["unsupported_statements"] = sum(not s.supported for s in answer.statements)
+        m["statement_support_rate"] = 1 - m["unsupported_statements"] / len(answer.statements)
     known = [g for g in gold if g]
     if known and case.answerable:
         m["recall@k"] = recall_at_k(retrieved, known, len(retrieved) or 1)
@@ -136,6 +140,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if vals:
             metrics[name] = {"mean": round(mean(vals), 4), "n": len(vals)}
     out["metrics"] = metrics
+    out["unsupported_statements"] = sum(int(r["metrics"].get("unsupported_statements", 0)) for r in rows)
     ooc = [r for r in labelled if not r["answerable"]]
     ans = [r for r in labelled if r["answerable"]]
     fu = by_type.get("follow-up", [])

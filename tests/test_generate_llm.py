@@ -218,3 +218,34 @@ def test_connection_refused_is_an_immediate_clear_error(sample_hits) -> None:
 def test_no_endpoint_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="PAPERCHAT_LLM__BASE_URL"):
         LLMGenerator(LLMSettings())
+
+
+def test_a_flipped_claim_from_the_model_comes_back_unsupported_and_quoted(srv, make_runtime) -> None:
+    """Through the chain: the model's statement negates the cited abstract, so its citation is unsupported, the
+    statement is listed with the reason, and a warning quotes it."""
+    import re
+
+    from rag.qa.chain import AnswerChain
+
+    rt = make_runtime()
+    assert rt.ingestor(progress=False).ingest([SAMPLE[1]]).added > 0
+    chain = AnswerChain(rt, settings=rt.settings.with_overrides(llm={
+        "base_url": srv.base_url, "api_key": KEY, "model": "stub-model", "max_retries": 0, "timeout_s": 5.0}))
+
+    def flipped(body) -> str:  # cite whichever source number the EPPO abstract got
+        prompt = body["messages"][-1]["content"]
+        n = next(m.group(1) for m in re.finditer(r'<source n="(\d+)">(.*?)</source>', prompt, re.S)
+                 if "Energy loss-aware PPO" in m.group(2))
+        return f"EPPO penalizes the increase in energy loss in the final layer [{n}]. EPPO does not mitigate " \
+               f"reward hacking [{n}]."
+
+    srv.responder = flipped
+    answer = chain.ask("Does EPPO mitigate reward hacking?", mode="llm")
+    assert answer.mode == "llm" and answer.answerable and len(answer.citations) == 1
+    assert not answer.citations[0].supported
+    good, bad = answer.to_dict()["statements"]
+    assert good == {"text": "EPPO penalizes the increase in energy loss in the final layer.", "cited": [1],
+                    "supported": True, "why": ""}
+    assert bad["text"] == "EPPO does not mitigate reward hacking." and not bad["supported"]
+    assert "mitigating" in bad["why"]
+    assert any("\u201cEPPO does not mitigate reward hacking.\u201d" in w for w in answer.warnings)

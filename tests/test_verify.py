@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import SAMPLE
 
+from rag.ingest import loaders
 from rag.qa.evidence import EvidenceIndex
 from rag.qa.generate import Generation
 from rag.qa.prompts import CANNOT_ANSWER
@@ -103,3 +105,62 @@ def test_summaries_follow_the_renumbering(evidence: EvidenceIndex) -> None:
     out = verify(gen, evidence)
     assert out.text == "Video-MTR needs only 8K training samples [1]."
     assert out.citations[0].summary == "Video-MTR is a multi-turn reasoning framework."
+
+
+# ---- claim checks: a statement that contradicts its abstract is unsupported, with the reason ----------------
+SAMPLE_EPPO = next(p for f in SAMPLE for p in loaders.load(f).papers if "Energy loss-aware PPO" in p.abstract)
+
+
+def sample_hit() -> PaperHit:
+    p = SAMPLE_EPPO
+    return PaperHit(p.id, 1.0, paper=StoredPaper(id=p.id, label=p.label, title=p.title, authors=tuple(p.authors),
+                                                 categories=tuple(p.categories), year=p.year, abstract=p.abstract))
+
+
+def one(evidence: EvidenceIndex, text: str, h: PaperHit | None = None):
+    out = verify(Generation(text, [h or sample_hit()]), evidence)
+    assert len(out.statements) == 1
+    return out, out.statements[0]
+
+
+@pytest.mark.parametrize(("text", "because"), [
+    ("EPPO rewards the increase in energy loss in the first layer [1].", "penalizes"),
+    ("EPPO does not mitigate reward hacking [1].", "mitigating"),
+])
+def test_the_issue_19_contradictions_are_unsupported(evidence: EvidenceIndex, text: str, because: str) -> None:
+    """On the real sample abstract, both statements were supported=True on score alone."""
+    out, st = one(evidence, text)
+    assert not st.supported and because in st.why and st.cited == [1]
+    assert not out.citations[0].supported
+    assert any(st.text in w and "does not support" in w and because in w for w in out.warnings)
+
+
+def test_a_paraphrase_is_supported(evidence: EvidenceIndex) -> None:
+    out, st = one(evidence, "EPPO penalizes increases in the final-layer energy loss when computing rewards, "
+                            "which mitigates reward hacking [1].")
+    assert st.supported and st.why == "" and out.citations[0].supported
+    assert not any("support" in w for w in out.warnings)
+
+
+def test_a_changed_number_is_unsupported_and_an_equal_one_is_not(evidence: EvidenceIndex) -> None:
+    _, st = one(evidence, "Video-MTR needs only 80K training samples [1].", hit(2))
+    assert not st.supported and "80K not in the abstract" in st.why
+    _, st = one(evidence, "Video-MTR needs only 8,000 training samples [1].", hit(2))
+    assert st.supported, st.why
+
+
+def test_a_swapped_method_is_unsupported(evidence: EvidenceIndex) -> None:
+    _, st = one(evidence, "FedGMT penalizes the increase in energy loss in the final layer [1].")
+    assert not st.supported and "FedGMT not named in the abstract" in st.why
+
+
+def test_a_statement_is_checked_against_all_the_papers_it_cites(evidence: EvidenceIndex) -> None:
+    out = verify(Generation("EPPO penalizes energy loss in the final layer, while FedGMT needs a single backward "
+                            "pass per iteration [1][2].", [hit(0), hit(1)]), evidence)
+    st = out.statements[0]
+    # Each name and number occurs in one of the cited abstracts (the support score is per abstract, and
+    # half of this sentence is off topic for each, so only the claim checks are asserted here).
+    assert st.cited == [1, 2] and "not named" not in st.why and "not in the abstract" not in st.why, st.why
+    out = verify(Generation("EPPO and FedGMT both need 8K training samples [1][2].", [hit(0), hit(1), hit(2)]),
+                 evidence)
+    assert not out.statements[0].supported and "8K" in out.statements[0].why  # Video-MTR's number, not cited

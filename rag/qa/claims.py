@@ -68,7 +68,7 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"more", r"greater"), (r"less", r"fewer")),
     ((r"higher", r"highest", r"larger", r"largest", r"bigger"), (r"lower", r"lowest", r"smaller", r"smallest")),
     ((r"faster", r"fastest", r"speed(?:s|ing)? up", r"accelerat\w*"), (r"slower", r"slowest", r"slow(?:s|ed)?")),
-    ((r"rewards", r"rewarded", r"rewarding", r"encourag\w*", r"promot\w*"),
+    ((r"rewards", r"rewarded", r"encourag\w*", r"promot\w*"),
      (r"penali[sz]\w*", r"punish\w*", r"discourag\w*", r"suppress\w*")),
     ((r"mitigat\w*", r"alleviat\w*", r"prevent\w*", r"curb\w*"), (r"exacerbat\w*", r"aggravat\w*", r"amplif\w*")),
     ((r"maximi[sz]\w*",), (r"minimi[sz]\w*",)),
@@ -88,6 +88,11 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"positive", r"positively"), (r"negative", r"negatively")),
     ((r"success", r"successful", r"successfully", r"succeed\w*"), (r"unsuccessful", r"failure", r"failures")),
 )
+# Pole words that are also nouns ("computing rewards, which…"): a verb only when an object follows.
+_NOUN_TOO = {"rewards", "increase", "increases", "decrease", "decreases", "drop", "drops", "rise", "rises",
+             "gain", "gains", "advantage", "advantages"}
+_OBJECT_START = {"the", "a", "an", "its", "their", "his", "her", "our", "this", "these", "those", "each", "every",
+                 "any", "all", "both", "more", "less", "fewer", "higher", "lower", "larger", "smaller", "by"}
 _POLE_RE = tuple((re.compile("|".join(a)), re.compile("|".join(b))) for a, b in _POLES)
 
 
@@ -381,6 +386,13 @@ def negation_reasons(statement: str, sentences: Sequence[str], evidence: str) ->
     return reasons
 
 
+def _as_verb(ws: Sequence[Word], j: int) -> bool:
+    """``ws[j]`` is not a noun-or-verb word used as a noun: "rewards the increase" yes, "computing rewards," no."""
+    if ws[j].surface not in _NOUN_TOO or ws[j].surface in {"increase", "decrease"}:
+        return True
+    return j + 1 < len(ws) and ws[j + 1].surface in _OBJECT_START
+
+
 def direction_reasons(statement: str, evidence: str) -> list[str]:
     """A direction word of the statement is the opposite of the evidence sentence's about the same words."""
     ws, ew = words(statement), words(evidence)
@@ -388,7 +400,7 @@ def direction_reasons(statement: str, evidence: str) -> list[str]:
     for a, b in _POLE_RE:
         for mine, other in ((a, b), (b, a)):
             for j, w in enumerate(ws):
-                if not mine.fullmatch(w.surface) or _negated(ws, j):
+                if not mine.fullmatch(w.surface) or _negated(ws, j) or not _as_verb(ws, j):
                     continue
                 around = _context(ws, j)
                 same = [k for k, e in enumerate(ew) if mine.fullmatch(e.surface) and _shares(around, _context(ew, k))]
