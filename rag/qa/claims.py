@@ -88,11 +88,11 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"positive", r"positively"), (r"negative", r"negatively")),
     ((r"success", r"successful", r"successfully", r"succeed\w*"), (r"unsuccessful", r"failure", r"failures")),
 )
-# Pole words that are also nouns ("computing rewards, which…"): a verb only when an object follows.
-_NOUN_TOO = {"rewards", "increase", "increases", "decrease", "decreases", "drop", "drops", "rise", "rises",
-             "gain", "gains", "advantage", "advantages"}
+# "rewards" is a direction as a verb ("EPPO rewards the increase") and no direction as a noun ("computing
+# rewards, which…"); it counts only when an object follows. (An increase or a drop is a direction either way.)
+_NOUN_TOO = {"rewards"}
 _OBJECT_START = {"the", "a", "an", "its", "their", "his", "her", "our", "this", "these", "those", "each", "every",
-                 "any", "all", "both", "more", "less", "fewer", "higher", "lower", "larger", "smaller", "by"}
+                 "any", "all", "both", "more", "less", "fewer", "higher", "lower", "larger", "smaller"}
 _POLE_RE = tuple((re.compile("|".join(a)), re.compile("|".join(b))) for a, b in _POLES)
 
 
@@ -388,7 +388,7 @@ def negation_reasons(statement: str, sentences: Sequence[str], evidence: str) ->
 
 def _as_verb(ws: Sequence[Word], j: int) -> bool:
     """``ws[j]`` is not a noun-or-verb word used as a noun: "rewards the increase" yes, "computing rewards," no."""
-    if ws[j].surface not in _NOUN_TOO or ws[j].surface in {"increase", "decrease"}:
+    if ws[j].surface not in _NOUN_TOO:
         return True
     return j + 1 < len(ws) and ws[j + 1].surface in _OBJECT_START
 
