@@ -251,7 +251,8 @@ def method_name(sentence: str, skip_data: bool = True) -> _Name | None:
             continue
         good.append(n)
     called = [n for n in good if _is_called(text, n)]
-    return (called or good or [None])[0]
+    chosen = called or good
+    return chosen[0] if chosen else None
 
 
 def _object_of(sentence: str) -> str | None:
