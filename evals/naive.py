@@ -35,10 +35,10 @@ def naive_langchain_run(root: Path, embedder: Any, workdir: Path) -> Callable[[s
     store = Chroma.from_documents(chunks, _Embeddings(), collection_name="naive",
                                   persist_directory=str(workdir / "naive-chroma"))
 
-    def run(query: str) -> list[str]:
+    def run(query: str, k: int = 100) -> list[str]:
         seen: dict[str, None] = {}
-        for doc in store.similarity_search(query, k=150):
+        for doc in store.similarity_search(query, k=k + k // 2):  # chunks of one paper repeat: fetch extra
             seen.setdefault(doc.metadata["id"], None)
-        return list(seen)[:100]
+        return list(seen)[:k]
 
     return run
