@@ -7,8 +7,8 @@ Each table of the TOML file is a kind of figure, each key a minimum (``[latency_
     single = 0.9
     [metrics]              # means of per-case metrics (see evals/run.py SUMMARY_METRICS)
     fact_recall = 0.8
-    [answer]               # cannot_answer_accuracy, single_only_gold, follow_up_success … (false_refusal_rate
-                           # is a maximum)
+    [answer]               # cannot_answer_accuracy, single_only_gold, filtered_refusal, follow_up_success …
+                           # (false_refusal_rate is a maximum)
     cannot_answer_accuracy = 1.0
 
 A failure names the figure, its value and threshold, and the failing questions behind it.
@@ -20,6 +20,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from evals.run import FILTERED_TYPES
 from rag.errors import InputError
 from rag.resources import resource_path
 
@@ -71,6 +72,8 @@ def _culprits(rows: list[dict[str, Any]], table: str, key: str, bound: float) ->
     if key == "single_only_gold":  # a single-paper answer that cites another paper beside (or instead of) the gold one
         return [r for r in rows if r["type"] == "single" and r["answerable"] and r["gold"] and r["gold"][0]
                 and r["cited"] != r["gold"][:1]]
+    if key == "filtered_refusal":  # a filtered question none of its papers answers, answered anyway
+        return [r for r in rows if r["type"] in FILTERED_TYPES and not r["answerable"] and r["ok"] is False]
     if key.startswith("follow_up"):
         return [r for r in rows if r["type"] == "follow-up" and r["ok"] is False]
     return []

@@ -5,13 +5,15 @@ Per case: retrieval (recall@k, MRR@10, nDCG@10 of the gold papers among the retr
 precision and recall against gold, ALCE-style; support rate from the
 chain's verifier, and the count and share of cited statements it found unsupported), answer (fact recall,
 cannot-answer on out-of-corpus questions, follow-up success,
-single-paper answers that cite the gold paper alone), latency per stage, and, when a judge is configured,
-LLM-judged faithfulness, relevance and citation support. Summaries are given over the whole set and,
-when its cases carry a ``split`` (dev / test), for each split apart. Pass/fail by type:
+single-paper answers that cite the gold paper alone, the refusal floor under filters), latency per stage,
+and, when a judge is configured, LLM-judged faithfulness, relevance and citation support. Summaries are
+given over the whole set and, when its cases carry a ``split`` (dev / test), for each split apart.
+Pass/fail by type:
 
 - single: the gold paper is cited first;  multi / author / category / filter: every gold paper is cited;
-- follow-up: the gold paper is retrieved for the last turn;  out-of-corpus: the cannot-answer reply,
-  no citations;  any answerable case that gets the cannot-answer reply fails.
+- follow-up: the gold paper is retrieved for the last turn;  out-of-corpus, and any case marked
+  ``answerable: false`` (e.g. a filtered question the filtered papers do not answer): the cannot-answer
+  reply, no citations;  any answerable case that gets the cannot-answer reply fails.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from rag.qa.prompts import CANNOT_ANSWER
 
 log = logging.getLogger(__name__)
 
+FILTERED_TYPES = ("author", "category", "filter")  # case types whose question restricts the papers
 SUMMARY_METRICS = ("recall@k", "mrr@10", "ndcg@10", "citation_validity", "citation_precision", "citation_recall",
                    "support_rate", "statement_support_rate", "fact_recall")
 
@@ -147,10 +150,15 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     refused_ok = [float(r["refused"] and not r["cited"]) for r in ooc]
     # Single-paper answers that cite the gold paper and nothing else: a second citation is padding there.
     single = [r for r in by_type.get("single", []) if r["answerable"] and r["gold"] and r["gold"][0]]
+    # Questions that restrict the papers (an author, a category) and that none of the papers they restrict to
+    # answers: refused with no citation, not answered from papers outside the filter or beside the point.
+    filtered_ooc = [r for r in ooc if r["type"] in FILTERED_TYPES]
     out["answer"] = {
         "cannot_answer_accuracy": round(mean(refused_ok), 4) if ooc else None,
         "false_refusal_rate": round(mean([float(r["refused"]) for r in ans]), 4) if ans else None,
         "single_only_gold": round(mean([float(r["cited"] == r["gold"][:1]) for r in single]), 4) if single else None,
+        "filtered_refusal": (round(mean([float(r["refused"] and not r["cited"]) for r in filtered_ooc]), 4)
+                             if filtered_ooc else None),
         "follow_up_success": round(mean([float(bool(r["ok"])) for r in fu]), 4) if fu else None,
         "follow_up_cited_first": round(mean([float(r.get("cited_first", False)) for r in fu]), 4) if fu else None,
     }

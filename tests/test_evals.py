@@ -51,7 +51,8 @@ def refusal() -> Answer:
 def test_the_seed_set_loads_with_its_documented_mix() -> None:
     cases = load_set(SEED)
     kinds = [c.type for c in cases]
-    assert len(cases) == 60 and kinds.count("single") == 22 and kinds.count("out-of-corpus") == 8
+    assert len(cases) == 66 and kinds.count("single") == 22 and kinds.count("out-of-corpus") == 8
+    assert [c.answerable for c in cases if c.type == "filter"] == [False] * 6  # the refusal floor under filters
     assert all(c.labelled for c in cases) and all(len(c.turns) >= 2 for c in cases if c.type == "follow-up")
 
 
@@ -171,6 +172,33 @@ def test_compare_names_what_broke_and_what_was_fixed() -> None:
     md = to_markdown(c)
     assert "Now failing (were passing): 1" in md and "**o1**" in md and "answered an out-of-corpus" in md
     assert "| pass rate: out-of-corpus | 100.0% | 0.0% | WORSE (-100.0 pts) |" in md
+
+
+def test_the_refusal_floor_under_filters_counts_only_filtered_unanswerable_cases_and_gates_them() -> None:
+    """filtered_refusal: of the author/category/filter cases nothing under the filter answers, the share refused
+    without citations; an answered one fails the committed gate by name, and plain out-of-corpus cases and
+    answerable filtered ones do not enter it."""
+    by_author = Case(id="filter-01", type="filter", turns=["What did Kolter's group find about reward hacking?"],
+                     answerable=False)
+    by_category = Case(id="filter-02", type="category", turns=["Which Deep RL papers study tumours?"],
+                       answerable=False)
+    plain_ooc = Case(id="o1", type="out-of-corpus", turns=["capital of Australia?"], answerable=False)
+    listed = Case(id="a1", type="author", turns=["What has Kolter worked on?"], gold=[{"id": "a"}])
+    rows = [score_case(by_author, [], refusal(), {}),
+            score_case(by_category, [], answer("off-topic [1]", ["b"], ["b"]), {"b": "Paper B"}),
+            score_case(plain_ooc, [], answer("made up [1]", ["c"], ["c"]), {}),
+            score_case(listed, ["a"], answer("t [1]", ["a"], ["a"]), {})]
+    s = summarise(rows)
+    assert s["answer"]["filtered_refusal"] == 0.5 and s["answer"]["cannot_answer_accuracy"] == 0.3333
+    failures = [f for f in check({"summary": s, "rows": rows}, load_thresholds())
+                if f.startswith("[answer] filtered_refusal")]
+    assert len(failures) == 1 and "filter-02" in failures[0] and "filter-01" not in failures[0]
+    assert "o1" not in failures[0] and "answered an out-of-corpus question (cited 1)" in failures[0]
+    rows[1] = score_case(by_category, [], refusal(), {})
+    s = summarise(rows)
+    assert s["answer"]["filtered_refusal"] == 1.0
+    assert not [f for f in check({"summary": s, "rows": rows}, load_thresholds()) if "filtered_refusal" in f]
+    assert summarise(rows[2:])["answer"]["filtered_refusal"] is None  # no filtered case: no figure
 
 
 def test_gate_failure_names_the_failing_questions(tmp_path: Path) -> None:
@@ -374,5 +402,8 @@ def test_beir_scoring_on_a_tiny_collection_and_systems_with_unknown_settings_ref
     (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     out = evaluate(root, get_settings(), {"bm25": {"mode": "bm25"}, "rrf": {"feedback_docs": 0}}, embedder=embedder)
     assert out["queries"] == 1 and out["results"]["bm25"]["mrr@10"] == 1.0 and out["results"]["rrf"]["ndcg@10"] == 1.0
+    # ms/query from a separate pass at the app's k, each system through its own empty embedding cache
+    assert all(r["timing_k"] == get_settings().retrieval.k and r["mean_ms"] > 0 and "quality_pass_ms" in r
+               for r in out["results"].values())
     with pytest.raises(InputError, match=r"unknown retrieval setting\(s\) \['feedback_dcos'\]"):
         evaluate(root, get_settings(), {"typo": {"feedback_dcos": 3}}, embedder=embedder)

@@ -169,7 +169,7 @@ def test_the_installed_wheel_ingests_answers_serves_and_evals_the_sample(
     assert evals.returncode == 0, stderr[-3000:]
     report = json.loads(stdout)
     assert report["gate"] == {"passed": True, "failures": []}
-    assert report["meta"]["cases"] == 60 and report["meta"]["set_name"] == "seed"
+    assert report["meta"]["cases"] == 66 and report["meta"]["set_name"] == "seed"
     corpus = report["meta"]["corpus"]
     assert corpus and all(Path(p).is_relative_to(venv.parent) for p in corpus)
     assert Path(report["meta"]["set"]).is_relative_to(venv.parent)
