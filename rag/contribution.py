@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass
 from enum import IntEnum
 
-from rag.text import key_phrase, plain_text_keep_emphasis, split_sentences
+from rag.text import BACKGROUND_ACRONYMS as TEXT_BACKGROUND
+from rag.text import acronym_phrase, key_phrase, plain_text_keep_emphasis, split_sentences
 
 _WE = r"(?:we|this (?:paper|work|study|article)|here(?:,)? we|our (?:work|paper|study))"
 _ADV = r"(?:\w+ly\s+|also\s+|further\s+|then\s+|first\s+|here\s+|thus\s+|therefore\s+|now\s+)?"
@@ -75,10 +76,8 @@ _EMPHASIS = re.compile(r"\*{1,2}([^*]{2,80}?)\*{1,2}")
 _STOP_TAIL = {"a", "an", "the", "of", "and", "or", "to", "for", "in", "on", "with", "by", "via", "from", "that",
               "which", "its", "their", "as", "at", "is", "are", "while", "whose", "into", "both"}
 # Field-wide acronyms an abstract defines in passing: never the paper's own contribution.
-BACKGROUND_ACRONYMS = {"LLM", "LM", "RL", "ML", "AI", "NLP", "DNN", "CNN", "RNN", "GNN", "VLM", "MLLM", "RLHF", "FL",
-                       "SGD", "MDP", "KL", "GPU", "VQA", "QA", "MT", "ASR", "SE", "CV", "LVLM", "NN", "PDE", "MoE",
-                       "MOE", "OOD", "SOTA", "KV", "TTFT", "RAG", "MIA", "DP", "VRP", "PPO", "SAM", "LoRA", "PEFT",
-                       "SSM", "CoT", "MAS", "UAD", "HtFL", "RR", "EVT", "IAR", "DM"}
+BACKGROUND_ACRONYMS = TEXT_BACKGROUND | {"SAM", "LoRA", "PEFT", "SSM", "CoT", "MAS", "UAD", "HtFL", "RR", "EVT", "IAR",
+                                         "DM"}
 _GENERIC = {"model", "method", "framework", "approach", "algorithm", "technique", "system", "architecture"}
 MAX_WORDS = 12
 MAX_CHARS = 80
@@ -167,36 +166,6 @@ def analyse_abstract(abstract: str) -> Contribution:
 
 
 # ---- labels -----------------------------------------------------------------------------------------------
-def _acronym_phrase(long: str, acr: str) -> str | None:
-    """The words of ``long`` that the acronym abbreviates (its letters, in order), or None."""
-    if acr.rstrip("s") in BACKGROUND_ACRONYMS:
-        return None
-    words = long.split()
-    letters = "".join(c for c in acr.upper() if c.isalpha())
-    for start in range(len(words) - 1, -1, -1):  # the shortest run of words that spells it
-        cand = words[start:]
-        initials = "".join(re.sub(r"[^A-Za-z]", "", w)[:1].upper() for w in cand)
-        parts = [p for w in cand for p in re.split(r"[-–]", w) if p]
-        part_initials = "".join(p[0].upper() for p in parts if p[0].isalpha())
-        caps = "".join(c for w in cand for c in w if c.isupper())
-        if letters in (initials, part_initials, caps) or (len(letters) >= 3 and caps.startswith(letters)
-                                                           and len(cand) <= len(letters) + 2):
-            return " ".join(cand)
-    # "Clean-Label Backdoor Attack on VLMs via Diffusion Models (CBV)": a title-cased run (short connectors
-    # allowed) that starts with the acronym's first letter names it too.
-    run: list[str] = []
-    for w in reversed(words):
-        if w[:1].isupper() or (run and w in ("on", "of", "for", "via", "with", "and", "to", "in", "from")):
-            run.insert(0, w)
-        else:
-            break
-    while run and not run[0][:1].isupper():
-        run.pop(0)
-    if sum(w[:1].isupper() for w in run) >= 2 and run[0][:1].upper() == letters[:1]:
-        return " ".join(run)
-    return None
-
-
 @dataclass(frozen=True)
 class _Name:
     name: str  # what the paper calls its method: "EPPO", "Self-Debias"
@@ -211,7 +180,7 @@ def _names(sentence: str) -> list[_Name]:
     for m in _CALLED.finditer(text):
         out.append(_Name(m.group(1), None, m.start(1), m.end(1)))
     for m in _ACRONYM_DEF.finditer(text):
-        long = _acronym_phrase(m.group(1), m.group(2))
+        long = acronym_phrase(m.group(1), m.group(2), BACKGROUND_ACRONYMS, loose=True)
         if long:
             out.append(_Name(m.group(2), long, m.end(1) - len(long), m.end()))
     for m in _TITLE_RUN.finditer(text):

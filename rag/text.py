@@ -187,15 +187,43 @@ _GENERIC = {"framework", "method", "approach", "model", "algorithm", "setting", 
 
 
 # Field-wide acronyms an abstract defines in passing: never the paper's own contribution.
-_BACKGROUND_ACRONYMS = {"LLM", "LM", "RL", "ML", "AI", "NLP", "DNN", "CNN", "RNN", "GNN", "VLM", "MLLM", "RLHF", "FL",
+BACKGROUND_ACRONYMS = {"LLM", "LM", "RL", "ML", "AI", "NLP", "DNN", "CNN", "RNN", "GNN", "VLM", "MLLM", "RLHF", "FL",
                         "SGD", "MDP", "KL", "GPU", "VQA", "QA", "MT", "ASR", "SE", "CV", "LVLM", "NN", "PDE", "MoE",
                         "MOE", "OOD", "SOTA", "KV", "TTFT", "RAG", "MIA", "DP", "VRP", "PPO"}
 
 
-def _acronym_phrase(long: str, acr: str) -> str | None:
-    """The words of ``long`` that the acronym abbreviates (its letters, in order), or None."""
-    if acr.rstrip("s") in _BACKGROUND_ACRONYMS:
+def acronym_phrase(long: str, acr: str, background: frozenset[str] | set[str] = BACKGROUND_ACRONYMS,
+                   loose: bool = False) -> str | None:
+    """The words of ``long`` that the acronym abbreviates (its letters, in order), or None. ``loose`` also takes
+    a run whose capitals start with the acronym ("Clean-Label Backdoor Attack on VLMs via Diffusion Models" for
+    CBV): labels want the method's full name even when the acronym skips a word."""
+    if acr.rstrip("s") in background:
         return None
+    words = long.split()
+    letters = "".join(c for c in acr.upper() if c.isalpha())
+    for start in range(len(words) - 1, -1, -1):  # the shortest run of words that spells it
+        cand = words[start:]
+        initials = "".join(re.sub(r"[^A-Za-z]", "", w)[:1].upper() for w in cand)
+        parts = [p for w in cand for p in re.split(r"[-–]", w) if p]
+        part_initials = "".join(p[0].upper() for p in parts if p[0].isalpha())
+        caps = "".join(c for w in cand for c in w if c.isupper())
+        if letters in (initials, part_initials, caps) or (loose and len(letters) >= 3 and caps.startswith(letters)
+                                                         and len(cand) <= len(letters) + 2):
+            return " ".join(cand)
+    if not loose:
+        return None
+    # A title-cased run (short connectors allowed) that starts with the acronym's first letter names it too.
+    run: list[str] = []
+    for w in reversed(words):
+        if w[:1].isupper() or (run and w in ("on", "of", "for", "via", "with", "and", "to", "in", "from")):
+            run.insert(0, w)
+        else:
+            break
+    while run and not run[0][:1].isupper():
+        run.pop(0)
+    if sum(w[:1].isupper() for w in run) >= 2 and run[0][:1].upper() == letters[:1]:
+        return " ".join(run)
+    return None
     words = long.split()
     letters = "".join(c for c in acr.upper() if c.isalpha())
     for start in range(len(words) - 1, -1, -1):  # the shortest run of words that spells it
@@ -242,7 +270,7 @@ def key_phrase(abstract: str, max_words: int = 8) -> str:
         if m:
             a = _ACRONYM_DEF.search(sent[m.start(1):])
             if a:
-                phrase = _acronym_phrase(a.group(1), a.group(2))
+                phrase = acronym_phrase(a.group(1), a.group(2))
                 if phrase:
                     candidates.append(f"{phrase} ({a.group(2)})")
             c = _CALLED.search(sent)
@@ -255,7 +283,7 @@ def key_phrase(abstract: str, max_words: int = 8) -> str:
     candidates += proposed
     for sent in sentences[1:]:
         for a in _ACRONYM_DEF.finditer(sent):
-            phrase = _acronym_phrase(a.group(1), a.group(2))
+            phrase = acronym_phrase(a.group(1), a.group(2))
             if phrase:
                 candidates.append(f"{phrase} ({a.group(2)})")
     for cand in candidates:
