@@ -224,17 +224,6 @@ def acronym_phrase(long: str, acr: str, background: frozenset[str] | set[str] = 
     if sum(w[:1].isupper() for w in run) >= 2 and run[0][:1].upper() == letters[:1]:
         return " ".join(run)
     return None
-    words = long.split()
-    letters = "".join(c for c in acr.upper() if c.isalpha())
-    for start in range(len(words) - 1, -1, -1):  # the shortest run of words that spells it
-        cand = words[start:]
-        initials = "".join(re.sub(r"[^A-Za-z]", "", w)[:1].upper() for w in cand)
-        parts = [p for w in cand for p in re.split(r"[-–]", w) if p]
-        part_initials = "".join(p[0].upper() for p in parts if p[0].isalpha())
-        caps = "".join(c for w in cand for c in w if c.isupper())
-        if letters in (initials, part_initials, caps):
-            return " ".join(cand)
-    return None
 
 
 def _clean_candidate(c: str, max_words: int) -> str | None:
