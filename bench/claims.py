@@ -1,10 +1,13 @@
 """How often the citation verifier calls a contradiction unsupported, on hand-labelled (statement, abstract) pairs.
 
-    python -m bench.claims [--set evals/sets/claims.jsonl] [--out reports/claims.json] [--misses]
+    python -m bench.claims [--pairs PATH | --heldout] [--out reports/claims.json] [--misses]
 
-Each pair of ``evals/sets/claims.jsonl`` (built and labelled as evals/sets/README.md describes) goes through
-``rag.qa.verify.verify`` exactly as a model's answer would: the statement with a ``[1]`` marker, the abstract
-as the only source, the bundled embedding model, idf over the set's abstracts. Reported for "unsupported"
+With no ``--pairs`` it scores both labelled sets side by side: ``evals/sets/claims.jsonl`` (dev: the rules of
+``rag.qa.claims`` were tuned while looking at it) and ``evals/sets/claims_heldout.jsonl`` (held out: written
+afterwards from other abstracts, never used to adjust the rules); ``--heldout`` scores the held-out set alone and
+``--pairs PATH`` any file of the same format. Each pair (built and labelled as evals/sets/README.md describes)
+goes through ``rag.qa.verify.verify`` exactly as a model's answer would: the statement with a ``[1]`` marker,
+the abstract as the only source, the bundled embedding model, idf over that file's abstracts. Reported for "unsupported"
 (the positive class): precision and recall overall, recall per kind of wrong statement (negation,
 direction, number, method, offtopic) with the precision of flagging that kind against the true paraphrases,
 and the share of true paraphrases flagged. Two verdicts are scored: the verifier's (support score and
@@ -37,6 +40,7 @@ from rag.records import StoredPaper
 log = logging.getLogger(__name__)
 
 PAIRS = SETS_DIR / "claims.jsonl"
+HELDOUT = SETS_DIR / "claims_heldout.jsonl"
 # The two statements issue 19 quotes: both must come back unsupported.
 EPPO = ("EPPO rewards the increase in energy loss in the first layer [1].",
         "EPPO does not mitigate reward hacking [1].")
@@ -91,18 +95,10 @@ def scores(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", type=Path, default=PAIRS)
-    ap.add_argument("--out", type=Path, default=None, help="write rows and totals as JSON")
-    ap.add_argument("--misses", action="store_true", help="print every pair the verifier got wrong")
-    args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-
-    pairs = load(args.set)
-    settings = get_settings()
-    prepare_runtime(settings)
-    evidence = EvidenceIndex(SentenceTransformerEmbedder(settings.embeddings), idf_over(r["abstract"] for r in pairs))
+def run(path: Path, embedder: SentenceTransformerEmbedder) -> dict[str, Any]:
+    """Judge every pair of one file (idf over that file's abstracts) and score the verdicts."""
+    pairs = load(path)
+    evidence = EvidenceIndex(embedder, idf_over(r["abstract"] for r in pairs))
     t0 = time.perf_counter()
     rows = [judge(r, evidence) for r in pairs]
     eppo_abstract = next((r for r in pairs if "Energy loss-aware PPO" in r["abstract"]), None)
@@ -113,14 +109,16 @@ def main(argv: list[str] | None = None) -> int:
             st = verify(Generation(text, [PaperHit(p.id, 1.0, paper=p)]), evidence).statements[0]
             eppo.append({"statement": text, "supported": st.supported, "why": st.why})
     ms = (time.perf_counter() - t0) * 1000 / max(1, len(rows))
-    report = {"set": str(args.set), "pairs": len(rows), "ms_per_pair": round(ms, 1), "machine": machine(),
-              "verifier": scores(rows, "flagged"), "claims_only": scores(rows, "claims_flagged"), "eppo": eppo,
-              "rows": rows}
+    return {"set": str(path), "pairs": len(rows), "ms_per_pair": round(ms, 1),
+            "verifier": scores(rows, "flagged"), "claims_only": scores(rows, "claims_flagged"), "eppo": eppo,
+            "rows": rows}
 
-    print(f"{len(rows)} pairs from {args.set} ({report['verifier']['paraphrases']} true paraphrases, "
-          f"{report['verifier']['unsupported']} unsupported); {ms:.1f} ms/pair")
-    print(f"{'':24}{'verifier':>22}{'claim checks only':>22}")
+
+def print_one(report: dict[str, Any]) -> None:
     v, c = report["verifier"], report["claims_only"]
+    print(f"{report['pairs']} pairs from {report['set']} ({v['paraphrases']} true paraphrases, "
+          f"{v['unsupported']} unsupported); {report['ms_per_pair']} ms/pair")
+    print(f"{'':24}{'verifier':>22}{'claim checks only':>22}")
     for name, key in (("unsupported precision", "precision"), ("unsupported recall", "recall"),
                       ("paraphrases flagged", "paraphrases_flagged")):
         print(f"{name:24}{v[key]!s:>22}{c[key]!s:>22}")
@@ -128,15 +126,60 @@ def main(argv: list[str] | None = None) -> int:
         label = f"  {kind} (n={k['n']})"
         print(f"{label:24}{'recall ' + str(k['recall']) + ' / prec ' + str(k['precision_vs_paraphrases']):>22}"
               f"{'recall ' + str(c['kinds'][kind]['recall']):>22}")
-    for e in eppo:
+
+
+def print_side_by_side(dev: dict[str, Any], held: dict[str, Any]) -> None:
+    """Dev (tuned on) and held-out (never tuned on) figures in adjacent columns, verifier and claim checks alone."""
+    print(f"dev      = {dev['set']}: {dev['pairs']} pairs, the rules were tuned on it")
+    print(f"held-out = {held['set']}: {held['pairs']} pairs, the rules never saw it")
+    print(f"{'':26}{'verifier':>24}{'claim checks only':>24}")
+    print(f"{'':26}{'dev':>12}{'held-out':>12}{'dev':>12}{'held-out':>12}")
+
+    def line(name: str, get) -> None:
+        cells = [get(r[which]) for which in ("verifier", "claims_only") for r in (dev, held)]
+        print(f"{name:26}" + "".join(f"{'-' if x is None else x!s:>12}" for x in cells))
+
+    line("pairs (paraphrases)", lambda s: f"{s['paraphrases'] + s['unsupported']} ({s['paraphrases']})")
+    for name, key in (("unsupported precision", "precision"), ("unsupported recall", "recall"),
+                      ("paraphrases flagged", "paraphrases_flagged")):
+        line(name, lambda s, key=key: s[key])
+    for kind in sorted(set(dev["verifier"]["kinds"]) | set(held["verifier"]["kinds"])):
+        n = "/".join(str(r["verifier"]["kinds"].get(kind, {}).get("n", 0)) for r in (dev, held))
+        line(f"  {kind} recall (n={n})", lambda s, kind=kind: s["kinds"].get(kind, {}).get("recall"))
+    print(f"ms/pair: dev {dev['ms_per_pair']}, held-out {held['ms_per_pair']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--pairs", "--set", dest="pairs", type=Path, default=None,
+                       help="score this pairs file alone (default: dev and held-out side by side)")
+    which.add_argument("--heldout", action="store_true", help=f"score {HELDOUT.name} alone")
+    ap.add_argument("--out", type=Path, default=None, help="write rows and totals as JSON")
+    ap.add_argument("--misses", action="store_true", help="print every pair the verifier got wrong")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    settings = get_settings()
+    prepare_runtime(settings)
+    embedder = SentenceTransformerEmbedder(settings.embeddings)
+    if args.pairs or args.heldout:
+        reports = {"pairs": run(args.pairs or HELDOUT, embedder)}
+        print_one(reports["pairs"])
+    else:
+        reports = {"dev": run(PAIRS, embedder), "heldout": run(HELDOUT, embedder)}
+        print_side_by_side(reports["dev"], reports["heldout"])
+    for e in (e for r in reports.values() for e in r["eppo"]):
         print(f"EPPO check: {'supported' if e['supported'] else 'UNSUPPORTED'}: {e['statement']}  ({e['why']})")
     if args.misses:
-        for r in rows:
-            if r["flagged"] != (r["label"] == "unsupported"):
-                print(f"  miss {r['id']:24} {r['statement']}  [{r['why']}]")
+        for name, r in reports.items():
+            for row in r["rows"]:
+                if row["flagged"] != (row["label"] == "unsupported"):
+                    print(f"  miss {name:8} {row['id']:24} {row['statement']}  [{row['why']}]")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        out = {"machine": machine(), **reports}
+        args.out.write_text(json.dumps(out, indent=1, ensure_ascii=False), encoding="utf-8")
     return 0
 
 
