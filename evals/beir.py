@@ -158,12 +158,16 @@ def score_systems(rt: Any, root: Path, data: BeirData, systems: dict[str, dict[s
 
                 emb = _Swappable(rt.embedder)
                 naive = naive_langchain_run(root, emb, rt.settings.home)
-                timed = None
-                if own is not None:
+                timed: Callable[[str], list[str]] | None = None
+                if own is not None and timing_k:
                     def timed(q: str, e: Any = emb, o: Any = own, r: Any = naive, k: int = timing_k) -> list[str]:
                         e.target = o
                         return r(q, k)
-                results[name] = score_system(lambda q, r=naive: r(q, QUALITY_K), data, name, timed)
+
+                def deep(q: str, r: Any = naive) -> list[str]:
+                    return r(q, QUALITY_K)
+
+                results[name] = score_system(deep, data, name, timed)
             else:
                 retriever = retriever_for(rt, opts)
                 fresh = retriever_for(rt, opts, embedder=own) if own is not None else None
