@@ -91,14 +91,11 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 @command("stats")
 def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
     from rag.runtime import Runtime
+    from ui.library import store_stats
 
     rt = Runtime(settings)
     try:
-        store = rt.read_store()
-        stats = {"papers": len(store.paper_ids()), "chunks": store.count_chunks(),
-                 "embedding_model": store.model_name, "dim": store.dim, "store_mode": settings.store.mode,
-                 "store_location": store.location, "collection": settings.store.collection,
-                 "generation": store.generation}
+        stats = store_stats(rt.read_store(), settings)  # the same object as the API's GET /v1/stats
     finally:
         rt.close()
     if args.json:
