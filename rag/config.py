@@ -119,6 +119,33 @@ class LimitSettings(BaseModel):
                                             "checked before it is sent")
 
 
+class APISettings(BaseModel):
+    """`paperchat api` (ui/api.py): the OpenAI-compatible HTTP API. Keys are never stored, only their sha256:
+    `paperchat api-key` prints a new key and the hash to put here."""
+
+    host: str = Field("127.0.0.1", description="bind address; beyond loopback the API refuses to start without "
+                      "key_hashes")
+    port: int = Field(8080, ge=1, le=65535, description="HTTP port")
+    key_hashes: list[str] = Field(default_factory=list, description="sha256 hex digests of the accepted bearer keys "
+                                  "(`paperchat api-key`; env: PAPERCHAT_API__KEY_HASHES='[\"<hex>\"]'); empty = no "
+                                  "key needed, allowed on loopback only")
+    requests_per_minute: int = Field(60, ge=1, le=100000, description="questions and searches per key (per client "
+                                     "address without keys) per minute")
+    max_body_kb: int = Field(256, ge=1, le=100_000, description="largest accepted request body (413 beyond)")
+    max_messages: int = Field(64, ge=1, le=10000, description="most messages in one chat request (the history)")
+    concurrency: int = Field(4, ge=1, le=64, description="answers computed at once; further requests wait")
+
+    @field_validator("key_hashes")
+    @classmethod
+    def _hex(cls, v: list[str]) -> list[str]:
+        out = [h.strip().lower() for h in v]
+        bad = [h for h in out if len(h) != 64 or any(c not in "0123456789abcdef" for c in h)]
+        if bad:
+            raise ValueError("api.key_hashes holds sha256 hex digests (64 hex characters), not keys: "
+                             "run `paperchat api-key` for a key and its hash")
+        return out
+
+
 class EvalSettings(BaseModel):
     judge_base_url: str | None = Field(None, description="OpenAI-compatible endpoint of the LLM judge; unset = "
                                                          "deterministic metrics only")
@@ -148,6 +175,7 @@ class Settings(BaseSettings):
     ui: UISettings = Field(default_factory=UISettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     evals: EvalSettings = Field(default_factory=EvalSettings)
+    api: APISettings = Field(default_factory=APISettings)
 
     @field_validator("home")
     @classmethod
