@@ -241,7 +241,27 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """The web app (ui.app) over the current store; ingests the sample corpus when the store is empty."""
     from ui.app import serve
 
+    return serve(settings, host=args.host, port=args.port, api=args.api)
+
+
+@command("api")
+def cmd_api(args: argparse.Namespace, settings: Settings) -> int:
+    """The OpenAI-compatible HTTP API (ui.api); refuses a non-loopback bind without api.key_hashes."""
+    from ui.api import serve
+
     return serve(settings, host=args.host, port=args.port)
+
+
+@command("api-key")
+def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
+    """A new API key (shown once) and the sha256 hash that goes into api.key_hashes."""
+    from ui.api import new_key
+
+    key, digest = new_key()
+    print(f"key:  {key}\nhash: {digest}\n\nGive the key to the client (Authorization: Bearer <key>); configure the "
+          f"server with the hash only:\n  PAPERCHAT_API__KEY_HASHES='[\"{digest}\"]'\nor in config.toml:\n"
+          f"  [api]\n  key_hashes = [\"{digest}\"]")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -294,6 +314,14 @@ def build_parser() -> argparse.ArgumentParser:
     srv = sub.add_parser("serve", help="the web app on 127.0.0.1:7860 (ingests the sample corpus into an empty store)")
     srv.add_argument("--host", help="bind address (default: ui.host, 127.0.0.1)")
     srv.add_argument("--port", type=int, help="port (default: ui.port, 7860)")
+    srv.add_argument("--api", action="store_true", help="also serve the HTTP API (/v1, as `paperchat api`) "
+                                                         "in the same process")
+
+    api = sub.add_parser("api", help="the OpenAI-compatible HTTP API on 127.0.0.1:8080 (chat completions, "
+                                     "search, papers, ask)")
+    api.add_argument("--host", help="bind address (default: api.host, 127.0.0.1; beyond loopback needs a key)")
+    api.add_argument("--port", type=int, help="port (default: api.port, 8080)")
+    sub.add_parser("api-key", help="print a new API key and the hash to configure (api.key_hashes)")
 
     from evals.cli import register
 

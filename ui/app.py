@@ -350,11 +350,35 @@ def launch(app: gr.Blocks, settings: Settings, block: bool = True, **overrides: 
     return app
 
 
-def serve(settings: Settings, host: str | None = None, port: int | None = None) -> int:
-    """``paperchat serve``: ingest the sample corpus into an empty store, then serve until interrupted."""
+def mount_with_api(app: gr.Blocks, runtime: Runtime, settings: Settings) -> Any:
+    """The HTTP API (``ui.api``, under /v1) with the Gradio app mounted at / in one ASGI app, with the same safe
+    launch defaults as ``launch``: one process, so an embedded store serves both."""
+    from ui.api import BodyLimit, create_app
+    from ui.library import Library
+
+    kw = launch_kwargs(settings)
+    lib = Library.open(runtime, settings)
+    api = create_app(lib, settings)
+    app.queue(**queue_kwargs(settings))
+    gr.mount_gradio_app(api, app, path="/", server_name=kw["server_name"], server_port=kw["server_port"],
+                        footer_links=kw["footer_links"], auth=kw["auth"], allowed_paths=kw["allowed_paths"],
+                        blocked_paths=kw["blocked_paths"], show_error=False, max_file_size=kw["max_file_size"],
+                        ssr_mode=False, enable_monitoring=False, pwa=False, mcp_server=False, theme=_theme(),
+                        css=CSS, js=PAGE_JS)
+    # The body limit covers the API's routes only: uploads to the app have their own (limits.upload_mb).
+    return BodyLimit(api, settings.api.max_body_kb * 1024, prefix="/v1/")
+
+
+def serve(settings: Settings, host: str | None = None, port: int | None = None, api: bool = False) -> int:
+    """``paperchat serve``: ingest the sample corpus into an empty store, then serve until interrupted;
+    ``api=True`` serves the HTTP API (``ui.api``) beside the app, in the same process."""
     ui_overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     if ui_overrides:
         settings = settings.with_overrides(ui=ui_overrides)
+    if api:
+        from ui.api import check_bind
+
+        check_bind(settings.ui.host, settings)  # before anything loads
     runtime = Runtime(settings)
     try:
         report = services.ensure_sample(runtime, SAMPLE_DIR)
@@ -362,7 +386,14 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
             log.warning("sample corpus: %s", report.summary())
         app = build_app(runtime, settings)
         log.warning("paperchat on http://%s:%d (Ctrl-C stops it)", settings.ui.host, settings.ui.port)
-        launch(app, settings, block=True)
+        if api:
+            import uvicorn
+
+            log.warning("paperchat API on http://%s:%d/v1", settings.ui.host, settings.ui.port)
+            uvicorn.run(mount_with_api(app, runtime, settings), host=settings.ui.host, port=settings.ui.port,
+                        log_level="warning", access_log=False)
+        else:
+            launch(app, settings, block=True)
     finally:
         runtime.close()
     return 0
