@@ -264,6 +264,15 @@ def cmd_api_key(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+@command("mcp")
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """The library as an MCP server (ui.mcp_server). Over stdio, stdout is the protocol: logs go to stderr
+    (``main`` sets that up) and the SDK points fd 1 at stderr while it serves, so stray prints miss the wire."""
+    from ui.mcp_server import serve
+
+    return serve(settings, transport=args.transport, host=args.host, port=args.port)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="paperchat", description="Chat-style question answering over paper abstracts.")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
@@ -322,6 +331,13 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument("--host", help="bind address (default: api.host, 127.0.0.1; beyond loopback needs a key)")
     api.add_argument("--port", type=int, help="port (default: api.port, 8080)")
     sub.add_parser("api-key", help="print a new API key and the hash to configure (api.key_hashes)")
+
+    mcp = sub.add_parser("mcp", help="serve the library to assistants (Claude, Cursor…) over MCP: stdio, or "
+                                     "streamable HTTP on 127.0.0.1")
+    mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                     help="stdio (the client starts paperchat) or http (streamable HTTP at /mcp)")
+    mcp.add_argument("--host", help="HTTP bind address (default: mcp.host, 127.0.0.1; loopback only)")
+    mcp.add_argument("--port", type=int, help="HTTP port (default: mcp.port, 8765)")
 
     from evals.cli import register
 

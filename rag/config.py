@@ -119,6 +119,16 @@ class LimitSettings(BaseModel):
                                             "checked before it is sent")
 
 
+class MCPSettings(BaseModel):
+    """`paperchat mcp` (ui/mcp_server.py): the library as tools for another assistant."""
+
+    allow_ingest: bool = Field(False, description="offer an ingest_papers tool that adds files from the server's "
+                               "machine to the store; off, the server is read-only")
+    host: str = Field("127.0.0.1", description="bind address of the streamable HTTP transport (no auth: keep it "
+                      "on loopback)")
+    port: int = Field(8765, ge=1, le=65535, description="port of the streamable HTTP transport")
+
+
 class APISettings(BaseModel):
     """`paperchat api` (ui/api.py): the OpenAI-compatible HTTP API. Keys are never stored, only their sha256:
     `paperchat api-key` prints a new key and the hash to put here."""
@@ -176,6 +186,7 @@ class Settings(BaseSettings):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     evals: EvalSettings = Field(default_factory=EvalSettings)
     api: APISettings = Field(default_factory=APISettings)
+    mcp: MCPSettings = Field(default_factory=MCPSettings)
 
     @field_validator("home")
     @classmethod
