@@ -120,11 +120,12 @@ class BodyLimit:
     """ASGI middleware: a request body past ``max_bytes`` gets 413 before any route reads it (also a chunked
     body without Content-Length: it is buffered up to the limit, then replayed)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app: ASGIApp, max_bytes: int, prefix: str = "") -> None:
+        self.app, self.max_bytes, self.prefix = app, max_bytes, prefix  # only paths under prefix are limited
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+        if (scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS")
+                or not str(scope.get("path", "")).startswith(self.prefix)):
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")

@@ -1,0 +1,249 @@
+"""`paperchat api` with real clients against a server on 127.0.0.1: the openai SDK (whole and streamed, a
+two-turn follow-up in one messages list), LangChain's ChatOpenAI, the paperchat routes, the error objects
+(401, 413, 422) and the refusal to bind beyond loopback without a key, and a few concurrent clients."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from conftest import SAMPLE
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.servers import free_port  # noqa: E402
+from rag.config import get_settings  # noqa: E402
+from rag.errors import ConfigError  # noqa: E402
+from rag.runtime import Runtime  # noqa: E402
+from ui import api  # noqa: E402
+from ui.library import Library  # noqa: E402
+
+KEY = "pc-test-key"
+
+
+class Served:
+    def __init__(self, rt: Runtime, url: str) -> None:
+        self.rt, self.url = rt, url
+
+    def client(self, key: str = KEY) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, timeout=60)
+
+    def http(self, key: str | None = KEY) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60,
+                            headers={"Authorization": f"Bearer {key}"} if key else {})
+
+
+def _start(lib: Library) -> tuple[Any, threading.Thread, str]:
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(api.asgi_app(lib), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the API did not start"
+        time.sleep(0.05)
+    return server, thread, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture(scope="module")
+def served(embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The sample corpus behind the API, with one key; the server runs in this process on a free port."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # single-question embeddings are faster on shared cores
+    settings = get_settings(home=tmp_path_factory.mktemp("api-home"),
+                            api={"key_hashes": [api.key_hash(KEY)], "requests_per_minute": 10000})
+    rt = Runtime(settings, _embedder=embedder)
+    assert rt.ingestor(progress=False).ingest(SAMPLE).added == 40
+    server, thread, url = _start(Library.open(rt))
+    yield Served(rt, url)
+    server.should_exit = True
+    thread.join(10)
+    rt.close()
+    torch.set_num_threads(threads)
+
+
+def _stored(rt: Runtime) -> dict[str, str]:
+    return {p.id: p.abstract for p in rt.store.papers()}
+
+
+def test_openai_sdk_whole_answer_is_cited_and_carries_the_structured_turn(served: Served) -> None:
+    r = served.client().chat.completions.create(model="paperchat-extractive",
+                                                messages=[{"role": "user", "content": "What is EPPO?"}])
+    message = r.choices[0].message
+    assert "[1]" in (message.content or "") and "References:" in (message.content or "")
+    turn = (message.model_extra or {})["paperchat"]
+    stored = _stored(served.rt)
+    assert turn["answerable"] and turn["citations"]
+    assert all(c["paper_id"] in stored for c in turn["citations"])
+    assert "EPPO" in stored[turn["citations"][0]["paper_id"]]
+    assert set(turn) >= {"citations", "warnings", "filters", "closest", "statements"}
+    assert isinstance(turn["citations"][0]["supported"], bool)
+    assert r.usage is not None and r.usage.total_tokens > 0
+
+
+def test_streamed_follow_up_resolves_to_the_paper_cited_before(served: Served) -> None:
+    client = served.client()
+    first = client.chat.completions.create(model="paperchat-extractive",
+                                           messages=[{"role": "user", "content": "What is EPPO?"}])
+    eppo = (first.choices[0].message.model_extra or {})["paperchat"]["citations"][0]["paper_id"]
+    # A plain client sends back only the text it showed: the references list carries the cited ids.
+    messages: list[Any] = [{"role": "user", "content": "What is EPPO?"},
+                           {"role": "assistant", "content": first.choices[0].message.content},
+                           {"role": "user", "content": "What does it penalize?"}]
+    pieces, last = [], None
+    for chunk in client.chat.completions.create(model="paperchat-extractive", messages=messages, stream=True):
+        if chunk.choices and chunk.choices[0].delta.content:
+            pieces.append(chunk.choices[0].delta.content)
+        last = chunk
+    assert len(pieces) > 1 and "[1]" in "".join(pieces)
+    assert last is not None and last.choices[0].finish_reason == "stop"
+    turn = (last.model_extra or {})["paperchat"]
+    assert turn["question"] == "What does it penalize?" and turn["standalone_question"] != turn["question"]
+    assert turn["citations"][0]["paper_id"] == eppo and "penaliz" in "".join(pieces)
+
+
+def test_sse_wire_format_ends_with_done(served: Served) -> None:
+    with served.http() as http, http.stream("POST", "/v1/chat/completions", json={
+            "model": "paperchat", "stream": True, "messages": [{"role": "user", "content": "What is FedGMT?"}]}) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in r.iter_lines() if line]
+    assert all(line.startswith("data: ") for line in lines) and lines[-1] == "data: [DONE]"
+
+
+def test_langchain_chat_openai_gets_a_cited_answer(served: Served) -> None:
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(base_url=served.url + "/v1", api_key=KEY, model="paperchat-extractive",
+                     max_retries=0)
+    reply = llm.invoke("What is EPPO?")
+    assert "[1]" in str(reply.content) and "EPPO" in str(reply.content)
+
+
+def test_models_search_papers_ask_and_stats(served: Served) -> None:
+    assert {m.id for m in served.client().models.list()} == set(api.MODELS)
+    with served.http() as http:
+        found = http.post("/v1/search", json={"query": "federated learning", "k": 3}).json()
+        assert 1 <= len(found["results"]) <= 3
+        top = found["results"][0]
+        assert top["paper"]["id"] in _stored(served.rt) and set(top["why"]) == {"bm25", "dense", "matched_text"}
+        page = http.get("/v1/papers", params={"limit": 5}).json()
+        assert len(page["papers"]) == 5 and page["has_more"]
+        following = http.get("/v1/papers", params={"limit": 5, "offset": 5}).json()
+        assert not {p["id"] for p in page["papers"]} & {p["id"] for p in following["papers"]}
+        pid = page["papers"][0]["id"]
+        assert http.get(f"/v1/papers/{pid}").json()["id"] == pid
+        missing = http.get("/v1/papers/doi:10.0/none")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+        turn = http.post("/v1/ask", json={"question": "What is EPPO?", "mode": "extractive"}).json()
+        assert turn["citations"] and set(turn) >= {"question", "standalone_question", "answer", "timings"}
+        assert http.get("/v1/stats").json()["papers"] == 40
+        assert http.get("/healthz").json() == {"status": "ok"}
+
+
+def test_errors_are_openai_error_objects_without_tracebacks(served: Served, caplog: pytest.LogCaptureFixture) -> None:
+    generation = served.rt.store.generation
+    caplog.set_level(logging.INFO)
+    with pytest.raises(openai.AuthenticationError):
+        served.client(key="wrong").chat.completions.create(model="paperchat", messages=[
+            {"role": "user", "content": "What is EPPO?"}])
+    with served.http(key="wrong") as http:
+        r = http.get("/v1/stats")
+        assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
+    with served.http(key=None) as http:
+        assert http.get("/v1/models").status_code == 401
+    with served.http() as http:
+        big = http.post("/v1/chat/completions", content=b"{" + b" " * 400_000 + b"}",
+                        headers={"content-type": "application/json"})
+        assert big.status_code == 413 and big.json()["error"]["code"] == "request_too_large"
+        bad = http.post("/v1/chat/completions", json={"model": "paperchat"})
+        assert bad.status_code == 422 and bad.json()["error"]["param"] == "messages"
+        broken = http.post("/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
+        assert broken.status_code == 422 and set(broken.json()["error"]) == {"message", "type", "param", "code"}
+        long = http.post("/v1/ask", json={"question": "x" * 5000})
+        assert long.status_code == 400 and "QUESTION_CHARS" in long.json()["error"]["message"]
+        unknown = http.post("/v1/chat/completions", json={"model": "gpt-4", "messages": [
+            {"role": "user", "content": "hi"}]})
+        assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"
+    assert not [rec for rec in caplog.records if rec.exc_info], "an error logged a traceback"
+    assert served.rt.store.generation == generation
+
+
+def test_rate_limit_per_key_answers_429(served: Served) -> None:
+    settings = served.rt.settings.with_overrides(api={"requests_per_minute": 2})
+    server, thread, url = _start(Library.open(served.rt, settings))
+    try:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=60) as http:
+            codes = [http.post("/v1/search", json={"query": "reward hacking", "k": 1}).status_code for _ in range(3)]
+            assert codes == [200, 200, 429]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def test_refuses_to_bind_beyond_loopback_without_a_key(tmp_path: Path) -> None:
+    settings = get_settings(home=tmp_path)
+    bound: list[Any] = []
+    with pytest.raises(ConfigError, match="paperchat api-key"):
+        api.serve(settings, host="0.0.0.0", port=free_port(), ready=bound.append)
+    assert not bound
+    api.check_bind("127.0.0.1", settings)  # loopback without a key is fine
+    api.check_bind("0.0.0.0", settings.with_overrides(api={"key_hashes": [api.key_hash(KEY)]}))
+
+
+def test_concurrent_clients_get_no_errors(served: Served) -> None:
+    questions = ["What is EPPO?", "What is FedGMT?", "What is Video-MTR?", "papers about reward hacking",
+                 "What is flashbulb memory?"]
+    errors: list[str] = []
+    done = [0]
+    lock = threading.Lock()
+
+    def client(q: str) -> None:
+        c = served.client()
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            try:
+                r = c.chat.completions.create(model="paperchat-extractive", messages=[{"role": "user", "content": q}])
+                assert r.choices[0].message.content
+                with lock:
+                    done[0] += 1
+            except Exception as e:  # counted, not raised: the test reports them all
+                errors.append(repr(e))
+
+    workers = [threading.Thread(target=client, args=(q,)) for q in questions]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert not errors and done[0] >= 5
+
+
+def test_history_is_rebuilt_from_the_references_list_or_the_structured_turn(served: Served) -> None:
+    from ui import library
+
+    lib = Library.open(served.rt)
+    first = library.ask(lib, "What is EPPO?", mode="extractive")
+    plain: list[dict[str, Any]] = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "What is EPPO?"},
+             {"role": "assistant", "content": library.answer_text(first)},
+             {"role": "user", "content": "What does it penalize?"}]
+    aware = [dict(m) for m in plain]
+    aware[2] = {"role": "assistant", "content": "(shown elsewhere)", "paperchat": first.to_dict()}
+    for messages in (plain, aware):
+        question, history = library.history_from_messages(lib, messages)
+        assert question == "What does it penalize?" and [h.question for h in history] == ["What is EPPO?"]
+        assert history[0].cited_ids == first.cited_ids
+    with pytest.raises(Exception, match="last message"):
+        library.history_from_messages(lib, plain[:3])
