@@ -236,9 +236,10 @@ def test_history_is_rebuilt_from_the_references_list_or_the_structured_turn(serv
 
     lib = Library.open(served.rt)
     first = library.ask(lib, "What is EPPO?", mode="extractive")
-    plain: list[dict[str, Any]] = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "What is EPPO?"},
-             {"role": "assistant", "content": library.answer_text(first)},
-             {"role": "user", "content": "What does it penalize?"}]
+    plain: list[dict[str, Any]] = [
+        {"role": "system", "content": "be brief"}, {"role": "user", "content": "What is EPPO?"},
+        {"role": "assistant", "content": library.answer_text(first)},
+        {"role": "user", "content": "What does it penalize?"}]
     aware = [dict(m) for m in plain]
     aware[2] = {"role": "assistant", "content": "(shown elsewhere)", "paperchat": first.to_dict()}
     for messages in (plain, aware):
@@ -247,3 +248,33 @@ def test_history_is_rebuilt_from_the_references_list_or_the_structured_turn(serv
         assert history[0].cited_ids == first.cited_ids
     with pytest.raises(Exception, match="last message"):
         library.history_from_messages(lib, plain[:3])
+
+
+def test_serve_api_mounts_the_app_beside_the_api_and_refuses_an_open_bind(served: Served, tmp_path: Path) -> None:
+    import uvicorn
+
+    from ui import app as web
+
+    with pytest.raises(ConfigError, match="PAPERCHAT_API__KEY_HASHES"):
+        web.serve(get_settings(home=tmp_path), host="0.0.0.0", port=free_port(), api=True)
+    settings = served.rt.settings
+    port = free_port()
+    asgi = web.mount_with_api(web.build_app(served.rt, settings), served.rt, settings)
+    server = uvicorn.Server(uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        both = Served(served.rt, f"http://127.0.0.1:{port}")
+        with both.http() as http:
+            assert http.get("/").status_code == 200 and "gradio" in http.get("/").text.lower()
+            assert http.post("/v1/chat/completions", content=b"{" + b" " * 400_000 + b"}").status_code == 413
+        r = both.client().chat.completions.create(model="paperchat-extractive",
+                                                  messages=[{"role": "user", "content": "What is EPPO?"}])
+        assert "[1]" in (r.choices[0].message.content or "")
+    finally:
+        server.should_exit = True
+        thread.join(10)
