@@ -241,7 +241,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     """The web app (ui.app) over the current store; ingests the sample corpus when the store is empty."""
     from ui.app import serve
 
-    return serve(settings, host=args.host, port=args.port, api=args.api)
+    extra = {"api": True} if args.api else {}  # the plain app keeps serve's original signature
+    return serve(settings, host=args.host, port=args.port, **extra)
 
 
 @command("api")
