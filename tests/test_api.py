@@ -204,16 +204,22 @@ def test_refuses_to_bind_beyond_loopback_without_a_key(tmp_path: Path) -> None:
     api.check_bind("0.0.0.0", settings.with_overrides(api={"key_hashes": [api.key_hash(KEY)]}))
 
 
-def test_concurrent_clients_get_no_errors(served: Served) -> None:
-    questions = ["What is EPPO?", "What is FedGMT?", "What is Video-MTR?", "papers about reward hacking",
-                 "What is flashbulb memory?"]
+@pytest.mark.parametrize(("clients", "seconds"), [(5, 5), pytest.param(20, 60, id="long")])
+def test_concurrent_clients_get_no_errors(served: Served, request: pytest.FixtureRequest, clients: int,
+                                          seconds: int) -> None:
+    """5 clients × 5 s always; the issue's 20 clients × 60 s with ``pytest --long``."""
+    if clients > 5 and not request.config.getoption("--long", default=False):
+        pytest.skip("long variant: pytest --long (plugin tests.plugins.long)")
+    topics = ["What is EPPO?", "What is FedGMT?", "What is Video-MTR?", "papers about reward hacking",
+              "What is flashbulb memory?"]
+    questions = [topics[i % len(topics)] for i in range(clients)]
     errors: list[str] = []
     done = [0]
     lock = threading.Lock()
 
     def client(q: str) -> None:
         c = served.client()
-        end = time.monotonic() + 5
+        end = time.monotonic() + seconds
         while time.monotonic() < end:
             try:
                 r = c.chat.completions.create(model="paperchat-extractive", messages=[{"role": "user", "content": q}])
@@ -227,8 +233,8 @@ def test_concurrent_clients_get_no_errors(served: Served) -> None:
     for w in workers:
         w.start()
     for w in workers:
-        w.join(60)
-    assert not errors and done[0] >= 5
+        w.join(seconds + 60)
+    assert not errors and done[0] >= clients
 
 
 def test_history_is_rebuilt_from_the_references_list_or_the_structured_turn(served: Served) -> None:
