@@ -271,6 +271,9 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     (``main`` sets that up) and the SDK points fd 1 at stderr while it serves, so stray prints miss the wire."""
     from ui.mcp_server import serve
 
+    if args.transport == "http":
+        print(f"paperchat mcp: streamable HTTP on http://{args.host or settings.mcp.host}:"
+              f"{args.port or settings.mcp.port}/mcp", file=sys.stderr, flush=True)
     return serve(settings, transport=args.transport, host=args.host, port=args.port)
 
 

@@ -98,6 +98,8 @@ async def _stdio_session(home: dict[str, Any]) -> None:
         stats = _data(await client.call_tool("library_stats", {}))
         assert stats["papers"] == 21 and stats["answer_mode"] == "extractive"
 
+        templates = (await client.list_resource_templates()).resource_templates
+        assert [t.uri_template for t in templates] == ["paper://{+paper_id}"]
         resource = await client.read_resource(f"paper://{eppo}")
         body = json.loads(resource.contents[0].text)
         assert body["id"] == eppo and body["abstract"] == home["papers"][eppo].abstract and body["quarantined"] == []
@@ -138,7 +140,7 @@ def test_streamable_http_lists_tools_and_answers(home: dict[str, Any]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             _, err = proc.communicate()
-    assert "Traceback" not in err, err
+    assert "Traceback" not in err and f"http://127.0.0.1:{port}/mcp" in err, err
 
 
 def test_http_beyond_loopback_is_refused(home: dict[str, Any]) -> None:
@@ -152,11 +154,34 @@ def test_ingest_tool_only_when_enabled(tmp_path: Path) -> None:
 
     async def names(allow: bool) -> set[str]:
         settings = get_settings(home=tmp_path, mcp={"allow_ingest": allow})
-        async with Client(build_server(PaperTools(settings))) as client:  # in-process: listing loads no model
+        async with Client(build_server(PaperTools(settings), warm=False)) as client:  # loads no model
             return {t.name for t in (await client.list_tools()).tools}
 
     assert asyncio.run(names(False)) == TOOLS
     assert asyncio.run(names(True)) == TOOLS | {"ingest_papers"}
+
+
+def test_enabled_ingest_tool_adds_papers(tmp_path: Path, embedder) -> None:
+    from ui.mcp_server import PaperTools, build_server
+
+    settings = get_settings(home=tmp_path / "home", mcp={"allow_ingest": True})
+    papers = tmp_path / "new.json"
+    papers.write_text(json.dumps([HOSTILE]))
+    tools = PaperTools(settings, Runtime(settings, _embedder=embedder))
+
+    async def session() -> None:
+        async with Client(build_server(tools, warm=False)) as client:
+            report = _data(await client.call_tool("ingest_papers", {"path": str(papers)}))
+            assert report["added"] == 1
+            stats = _data(await client.call_tool("library_stats", {}))
+            assert stats["papers"] == 1 and stats["ingest_tool"] is True
+            missing = await client.call_tool("ingest_papers", {"path": str(tmp_path / "nope.bib")})
+            assert missing.is_error and "no such file" in missing.content[0].text
+
+    try:
+        asyncio.run(session())
+    finally:
+        tools.close()
 
 
 def test_marking_keeps_research_and_withholds_instructions() -> None:

@@ -18,15 +18,19 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rag import limits
 from rag.config import Settings
 from rag.errors import ConfigError, InputError, PaperchatError
 from rag.quarantine import is_instruction, quarantine
 from rag.text import split_sentences
+
+if TYPE_CHECKING:
+    from rag.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +58,10 @@ def mark_text(text: str | None, where: str) -> tuple[str | None, list[dict[str, 
     ``{"where", "sentence", "text"}`` entries (``sentence`` is the index in the text)."""
     if not text:
         return text, []
-    sentences = split_sentences(text)
+    sentences = split_sentences(text) or [text]
     bad = quarantine(sentences)
-    if not bad and is_instruction(text):  # a one-line field (a title) the splitter keeps whole
-        bad = {0} if len(sentences) <= 1 else bad
-        sentences = sentences if sentences else [text]
+    if not bad and is_instruction(text):  # an instruction the sentence splitter cut apart: the whole text goes
+        sentences, bad = [text], {0}
     if not bad:
         return text, []
     flagged = [{"where": where, "sentence": i, "text": sentences[i]} for i in sorted(bad)]
@@ -99,11 +102,14 @@ class PaperTools:
     answer chain (built on first use, so the client's handshake never waits for the model), the chat's limits,
     and every paper's text quarantine-marked."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, runtime: Runtime | None = None) -> None:
+        """``runtime``: one already built (sharing a loaded model), else one is built from ``settings``."""
         self.settings = settings
+        self._runtime = runtime
         self._lib: Any = None
         self._lock = threading.Lock()  # building the library, the question rate window, conversations
         self._stamps: list[float] = []
+        self._warming = False
         self._conversations: OrderedDict[str, list[Any]] = OrderedDict()
 
     @property
@@ -113,8 +119,23 @@ class PaperTools:
                 from rag.runtime import Runtime
                 from ui.library import Library
 
-                self._lib = Library.open(Runtime(self.settings))
+                self._lib = Library.open(self._runtime or Runtime(self.settings))
             return self._lib
+
+    def start_warming(self) -> None:
+        """Build the library in the background (once), so the first tool call does not wait for the model."""
+        with self._lock:
+            if self._warming:
+                return
+            self._warming = True
+        threading.Thread(target=self.warm, name="paperchat-mcp-warm", daemon=True).start()
+
+    def warm(self) -> None:
+        """Build the library now (the model, the store, the BM25 index) instead of on the first call."""
+        try:
+            self.lib.chain.retriever.lexical.sync(self.lib.runtime.store)
+        except Exception as e:  # the first tool call raises it again, to the client
+            log.warning("paperchat mcp: could not open the library yet: %s", e)
 
     def _rate(self) -> None:
         with self._lock:
@@ -229,13 +250,23 @@ def _call(fn: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any) -> dict[
         raise ToolError(str(e)) from None
 
 
-def build_server(tools: PaperTools) -> Any:
-    """The MCP server over ``tools``: the five read-only tools, ingest when enabled, and paper resources."""
+def build_server(tools: PaperTools, warm: bool = True) -> Any:
+    """The MCP server over ``tools``: the five read-only tools, ingest when enabled, and paper resources;
+    ``warm``: load the library in the background as soon as a client connects."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.resources import ResourceSecurity
     from mcp.types import ToolAnnotations
 
-    server: Any = MCPServer("paperchat", instructions=INSTRUCTIONS, log_level="WARNING")
+    @asynccontextmanager
+    async def warm_on_start(_: Any) -> AsyncIterator[None]:
+        # Started once the transport is up: over stdio the SDK has pointed fd 1 away from the wire by then, so
+        # nothing the model loader prints can reach the protocol stream. A load failure (the store locked by
+        # another process) is reported by the first tool call.
+        if warm:
+            tools.start_warming()
+        yield
+
+    server: Any = MCPServer("paperchat", instructions=INSTRUCTIONS, log_level="WARNING", lifespan=warm_on_start)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=read_only)
