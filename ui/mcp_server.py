@@ -30,7 +30,9 @@ from rag.quarantine import is_instruction, quarantine
 from rag.text import split_sentences
 
 if TYPE_CHECKING:
+    from rag.answer import Answer
     from rag.runtime import Runtime
+    from ui.library import Library
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +108,14 @@ class PaperTools:
         """``runtime``: one already built (sharing a loaded model), else one is built from ``settings``."""
         self.settings = settings
         self._runtime = runtime
-        self._lib: Any = None
+        self._lib: Library | None = None
         self._lock = threading.Lock()  # building the library, the question rate window, conversations
         self._stamps: list[float] = []
         self._warming = False
-        self._conversations: OrderedDict[str, list[Any]] = OrderedDict()
+        self._conversations: OrderedDict[str, list[Answer]] = OrderedDict()
 
     @property
-    def lib(self) -> Any:
+    def lib(self) -> Library:
         with self._lock:
             if self._lib is None:
                 from rag.runtime import Runtime
