@@ -56,6 +56,9 @@ bench-quality: $(STAMP) ## SYSTEMS × Cranfield, NeurIPS known-item, seed + Neur
 bench-latency: $(STAMP) ## warm `ask` latency on the sample corpus → docs/benchmarks.md
 	$(BIN)/python -m bench.latency
 
+bench-api: $(STAMP) ## /v1/chat/completions vs in-process `ask` on the sample corpus (p50 gap ≤ 30 ms) → docs/benchmarks.md
+	$(BIN)/python -m bench.api_overhead
+
 bench-evals: $(STAMP) ## time `paperchat eval` and `eval-retrieval` from an empty home → docs/benchmarks.md
 	$(BIN)/python -m bench.evals
 
@@ -78,9 +81,9 @@ bench-injection: $(STAMP) ## prompt injections tried and leaked, both modes → 
 test-long: $(STAMP) browser ## the long reliability variants (kill -9 loop, load) on top of the suite
 	$(BIN)/pytest -q --long tests/test_crash_loop.py tests/test_load.py
 
-bench: bench-ingest bench-retrieval bench-latency bench-evals ## every benchmark
+bench: bench-ingest bench-retrieval bench-latency bench-api bench-evals ## every benchmark
 
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-quality bench-latency bench-evals bench-crash bench-load bench-injection bench-scale bench-encoder test-long clean
+.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-quality bench-latency bench-api bench-evals bench-crash bench-load bench-injection bench-scale bench-encoder test-long clean
