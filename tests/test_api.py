@@ -4,7 +4,10 @@ two-turn follow-up in one messages list), LangChain's ChatOpenAI, the paperchat 
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -122,6 +125,26 @@ def test_sse_wire_format_ends_with_done(served: Served) -> None:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         lines = [line for line in r.iter_lines() if line]
     assert all(line.startswith("data: ") for line in lines) and lines[-1] == "data: [DONE]"
+
+
+@pytest.mark.skipif(shutil.which("curl") is None,
+                    reason="curl is not installed (apt-get install curl): this test runs the real `curl -N`")
+def test_curl_n_reads_the_stream_as_sse_ending_with_done(served: Served) -> None:
+    body = json.dumps({"model": "paperchat-extractive", "stream": True,
+                       "messages": [{"role": "user", "content": "What is EPPO?"}]})
+    out = subprocess.run([str(shutil.which("curl")), "-N", "-s", "--fail", "--noproxy", "*", "--max-time", "120",
+                          "-H", f"Authorization: Bearer {KEY}", "-H", "Content-Type: application/json",
+                          "-d", body, served.url + "/v1/chat/completions"],
+                         capture_output=True, text=True, timeout=150)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if line]
+    assert all(line.startswith("data: ") for line in lines) and lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert len(chunks) > 3 and "[1]" in text and "EPPO" in text and "References:" in text
+    cited = chunks[-1]["paperchat"]["citations"]
+    stored = _stored(served.rt)
+    assert cited and all(c["paper_id"] in stored and f"(id: {c['paper_id']})" in text for c in cited)
 
 
 def test_langchain_chat_openai_gets_a_cited_answer(served: Served) -> None:
