@@ -211,3 +211,17 @@ def test_attribution_and_markers() -> None:
     assert cite("EPPO penalizes energy loss.", 2) == "EPPO penalizes energy loss [2]."
     assert cite("Is it (really) so?", 1) == "Is it (really) so [1]?"
     assert cite("No final stop", 3) == "No final stop [3]."
+
+
+def test_pronoun_swap_leaves_acronyms_and_quotes_alone() -> None:
+    assert attribute("The unconditioned stimulus (US) follows the tone for us.", ["A B", "C D"], False) == \
+        "The unconditioned stimulus (US) follows the tone for them."
+    assert attribute('Then we call it "our rule" in OUR toolkit.', ["A B"], False) == \
+        'Then they call it "our rule" in OUR toolkit.'
+    assert attribute("We name it \u201cwe-space\u201d.", ["A B", "C D"], False) == "They name it \u201cwe-space\u201d."
+
+
+def test_citation_keeps_closing_quotes_with_their_words() -> None:
+    assert cite('This is known as the "Twin Paradox."', 1) == 'This is known as the "Twin Paradox" [1].'
+    assert cite("It is \u201cflat.\u201d", 2) == "It is \u201cflat\u201d [2]."
+    assert cite('The "Twin Paradox" is old.', 3) == 'The "Twin Paradox" is old [3].'

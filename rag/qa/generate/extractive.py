@@ -50,6 +50,9 @@ _SUBJECT = re.compile(r"^(?:(?:in|with) this (?:paper|work|study|article),?\s+|h
 _THIS_WORK = re.compile(r"^this (paper|work|study|article)\b", re.I)
 _ADVERB = re.compile(r"^((?:\w+ly|also|further|then|first|next|finally|here)\s+)?([a-z]+)\b(.*)$", re.S)
 _TERMINAL = re.compile(r"([.!?]+)([\"\u201d')\]]*)\s*$")
+# Lower case or capitalised only: "US" (unconditioned stimulus) or "OUR" are acronyms, not pronouns.
+_FIRST_PERSON = re.compile(r"\b(?:[Ww]e|[Oo]ur|[Oo]urs|[Uu]s|[Oo]urselves)\b")
+_QUOTED = re.compile(r"(\"[^\"]*\"|\u201c[^\u201d]*\u201d)")
 
 
 # The question asks for several papers: "which papers…", "compare…", "what approaches…", "how do they differ".
@@ -113,7 +116,12 @@ def _pronouns(text: str) -> str:
         out = table[w.lower()]
         return out.capitalize() if w[0].isupper() else out
 
-    return outside_math(text, lambda s: re.sub(r"\b(?:we|our|ours|us|ourselves)\b", swap, s, flags=re.I))
+    def plain(part: str) -> str:
+        # Quoted words are the authors' own (a term, a title): leave them as written.
+        pieces = _QUOTED.split(part)
+        return "".join(p if i % 2 else _FIRST_PERSON.sub(swap, p) for i, p in enumerate(pieces))
+
+    return outside_math(text, plain)
 
 
 def attribute(sentence: str, authors: list[str], first: bool) -> str:
@@ -154,7 +162,8 @@ def cite(sentence: str, n: int) -> str:
     sentence = sentence.strip()
     m = _TERMINAL.search(sentence)
     if m and m.start() > 0:
-        return f"{sentence[:m.start()]} [{n}]{m.group(1)}{m.group(2)}"
+        # Closing quotes and brackets stay with the words they close: 'the "Twin Paradox" [1].'
+        return f"{sentence[:m.start()]}{m.group(2)} [{n}]{m.group(1)}"
     return f"{sentence} [{n}]."
 
 
