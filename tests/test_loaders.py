@@ -448,3 +448,43 @@ def test_json_list_file_is_json_not_jsonl(tmp_path: Path) -> None:
     f = tmp_path / "list.json"
     f.write_text('[\n{"abstract": "A long enough abstract for the record."},\n{"abstract": "And another one here."}\n]')
     assert detect_format(f) == "json" and len(load(f).papers) == 2
+
+
+# ---------------------------------------------------------------- exports recognised by their shape (issue 18)
+
+def test_web_of_science_csv_without_map() -> None:
+    r = load(FIX / "wos.csv")  # CRLF line ends and a BOM, as WoS writes them
+    assert r.format == "csv"
+    papers = by_line(r)
+    assert papers[2].title == "Homogeneous Einstein metrics on compact Lie groups"
+    assert papers[2].authors == ["Yang Gao", "Xin Li"]  # "Author Full Names" preferred over short "Authors"
+    assert papers[2].year == 2021 and papers[2].venue == "JOURNAL OF GEOMETRY AND PHYSICS"
+    assert papers[2].id == "doi:10.1016/j.geomphys.2021.104101"
+    assert papers[2].categories == ["Einstein metrics"]  # MSC codes 53C30; 53C25 are not categories
+    assert papers[3].authors == ["Maria Aparecida Silva"]  # one surname-first name is one author
+    assert [(p.line, p.reason) for p in r.problems] == [(4, "no abstract")]
+
+
+def test_scopus_csv_surname_first_names() -> None:
+    r = load(FIX / "scopus.csv")
+    papers = by_line(r)
+    assert papers[2].title == "Ricci flow on homogeneous spaces"
+    assert papers[2].authors == ["Yang Gao", "Xin Li"]  # Scopus author ids "(5719...)" dropped
+    assert papers[2].year == 2022 and papers[2].venue == "Journal of Geometric Analysis"
+    assert papers[2].categories == ["Ricci flow", "homogeneous spaces"]
+    # empty full names: the short "Gao Y." form, surname moved last so a surname search finds it
+    assert papers[3].authors == ["J.-P. Pereira", "A. van der Berg"]
+    assert papers[3].venue == "Revista Brasileira de Computação" and papers[3].id == "doi:10.5555/rbc.2020.5"
+
+
+def test_unmapped_title_and_author_columns_are_named(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    f = tmp_path / "export.csv"
+    f.write_text("Paper Name Title X,Writer List,Abstract\n"
+                 "A title,Ann Lee,An abstract long enough to be stored as a paper by the loader here.\n")
+    with caplog.at_level("WARNING"):
+        r = load(f)
+    assert r.papers[0].title is None
+    warned = [m for m in caplog.messages if "--map" in m]
+    assert len(warned) == 2
+    assert "'Paper Name Title X'" in warned[0] and "--map title=" in warned[0]
+    assert "'Writer List'" in warned[1] and "--map authors=" in warned[1]

@@ -1,7 +1,10 @@
 """CSV, JSON and JSON Lines with a column mapping.
 
 Without a mapping, columns are recognised by common names, case- and punctuation-insensitively
-(see ``ALIASES``). A mapping ``{field: column}`` overrides the columns of the fields it names, e.g.
+(see ``ALIASES``), including the column sets of Scopus ("Title", "Authors", "Author full names", "Source title")
+and Web of Science ("Article Title", "Author Full Names", "Source Title", "Publication Year") exports, whose
+surname-first names ("Gao, Yang", "Gao Y.") become "Yang Gao" / "Y. Gao" so a surname search finds them.
+A mapping ``{field: column}`` overrides the columns of the fields it names, e.g.
 ``{"abstract": "Abstract Note", "title": "Title"}``; fields: title, abstract, authors, year, categories,
 doi, url, id, venue. An ``id`` column gives ids ``id:<value>`` (or ``arxiv:``/``doi:`` when the value is one).
 """
@@ -36,14 +39,16 @@ log = logging.getLogger(__name__)
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "abstract": ("abstract", "abstracttext", "abstractnote", "paperabstract", "summary", "description", "text"),
-    "title": ("title", "papertitle"),
-    "authors": ("authors", "author", "authornames", "creators"),
+    "title": ("title", "papertitle", "articletitle", "documenttitle"),
+    # Full names before short ones: WoS and Scopus export both, "Gao, Yang" beats "Gao, Y".
+    "authors": ("authorfullnames", "authors", "author", "authornames", "creators"),
     "year": ("year", "publicationyear", "pubyear", "date", "published", "publicationdate"),
-    "categories": ("categories", "category", "keywords", "tags", "manualtags", "subjects", "topics"),
+    "categories": ("categories", "category", "keywords", "tags", "manualtags", "subjects", "topics",
+                   "authorkeywords"),
     "doi": ("doi",),
     "url": ("url", "link", "href"),
     "id": ("id", "paperid", "arxivid", "docid"),
-    "venue": ("venue", "journal", "booktitle", "conference", "publicationtitle", "journalref"),
+    "venue": ("venue", "journal", "booktitle", "conference", "publicationtitle", "journalref", "sourcetitle"),
 }
 FIELDS = tuple(ALIASES)
 # The csv module refuses fields over 128 KiB by default, which would break a file at its first long abstract;
@@ -88,18 +93,79 @@ def resolve_columns(columns: list[str], mapping: dict[str, str] | None, path: Pa
                 chosen[field] = col
                 used.add(col)
                 break
+    _warn_unmapped(columns, chosen, path)
     if "abstract" not in chosen:
         raise InputError(f"no abstract column (looked for {', '.join(ALIASES['abstract'])}); columns: {available}; "
                          f"pass a mapping such as {{'abstract': '<column>'}}", where=str(path))
     return chosen
 
 
+_LOOKALIKE = {"title": re.compile(r"title"), "authors": re.compile(r"author|creator|writer")}
+
+
+def _warn_unmapped(columns: list[str], chosen: dict[str, str], path: Path) -> None:
+    """Warn once when the title or authors field found no column but some column looks like one."""
+    used = set(chosen.values())
+    for field, pattern in _LOOKALIKE.items():
+        if field in chosen:
+            continue
+        like = [c for c in columns if c not in used and pattern.search(_norm(c))]
+        if like:
+            log.warning("%s: no %s column recognised, but %s look%s like one; pass --map %s=%s to use it",
+                        path, field, ", ".join(map(repr, like[:3])), "s" if len(like) == 1 else "",
+                        field, like[0] if " " not in like[0] else f"'{like[0]}'")
+
+
+# Scopus appends its author id to full names: "Gao, Yang (57193456789)".
+_AUTHOR_ID = re.compile(r"\s*\(\d{5,}\)")
+# "Gao Y." / "van der Berg J.-P." / "Li X.Y.": a surname followed by initials (Scopus's short form).
+_SURNAME_INITIALS = re.compile(r"^(?P<last>\S.*?)\s+(?P<init>(?:[A-Z][a-z]?\.-?\s?)+)$")
+
+
+def authors_of(value: Any, full_names: bool = False) -> list[str]:
+    """Author names of a tabular cell, with Scopus/WoS surname-first names turned given-name-first.
+
+    ``full_names``: the cell is a Scopus/WoS "Author full names" column, always ``;``-separated
+    ``Last, First`` names (so a single "Silva, Maria" is one author, not two).
+    """
+    if not isinstance(value, str):
+        return split_authors(value)
+    s = _AUTHOR_ID.sub("", value)
+    if full_names and s.strip() and ";" not in s:
+        s += ";"
+    sep = ";" if ";" in s else ","
+    parts = [p.strip() for p in s.split(sep) if p.strip()]
+    if parts and all("," not in p and _SURNAME_INITIALS.match(p) for p in parts):
+        flipped = []
+        for p in parts:
+            m = _SURNAME_INITIALS.match(p)
+            assert m is not None
+            flipped.append(f"{m['init'].strip()} {m['last']}")
+        return split_authors("; ".join(flipped))
+    return split_authors(s)
+
+
+# Mathematics Subject Classification ("53C30") and PACS ("04.20.-q") codes are not topics a reader searches by,
+# and they must not pass for arXiv categories.
+_SUBJECT_CODE = re.compile(r"^(?:\d\d[A-Z-](?:\d\d|xx)|\d\d\.\d\d\.[-+\w]{1,3})$", re.I)
+
+
+def categories_of(value: Any) -> list[str]:
+    """Categories/keywords of a cell, without subject-classification codes."""
+    return [c for c in split_list(value) if not _SUBJECT_CODE.match(c)]
+
+
 def row_paper(path: Path, line: int, row: dict[str, Any], cols: dict[str, str]) -> Item:
     """One row (column → value) → ``Paper`` or ``RecordProblem``."""
     get = {field: row.get(col) for field, col in cols.items()}
+    full = _norm(cols.get("authors", "")) == "authorfullnames"
+    authors = authors_of(get.get("authors"), full_names=full)
+    if full and not authors:  # Scopus leaves full names empty on some rows; its short "Authors" column remains
+        short = next((v for k, v in row.items() if isinstance(k, str) and _norm(k) == "authors"), None)
+        authors = authors_of(short)
     return make_paper(
-        path, line, abstract=get.get("abstract"), title=get.get("title"), authors=split_authors(get.get("authors")),
-        categories=split_list(get.get("categories")), year=get.get("year"), venue=get.get("venue"),
+        path, line, abstract=get.get("abstract"), title=get.get("title"), authors=authors,
+        categories=categories_of(get.get("categories")), year=get.get("year"), venue=get.get("venue"),
         url=get.get("url"), doi=get.get("doi"), kind="id", own_id=get.get("id"))
 
 
