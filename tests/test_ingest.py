@@ -168,3 +168,40 @@ def test_reingest_of_the_same_files_stores_the_labels_of_improved_labelling(make
     assert labels["id:p2"] == "Baz Regularisation Helps Graph Learning"
     assert store_problems(rt.store) == []
     assert rt.ingestor(progress=False).ingest([path]).unchanged == 2
+
+
+@pytest.mark.parametrize("placeholder", ["No abstract available", "[No abstract available]", "Abstract not available",
+                                         "N/A", "n/a", "-", "(no abstract)"])
+def test_a_placeholder_abstract_stores_no_paper_and_merges_nothing(make_runtime, tmp_path: Path,
+                                                                   placeholder: str) -> None:
+    rows = [{"title": f"Book {i}", "doi": f"10.9/book.{i}", "abstract": placeholder} for i in range(3)]
+    rows.append({"title": "A real one", "doi": "10.9/real", "abstract": "We measure how graphene conducts heat."})
+    path = tmp_path / "scopus.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    rt = make_runtime()
+    report = rt.ingestor(progress=False).ingest([path])
+    assert (report.added, report.duplicates, report.skipped) == (1, 0, 3)
+    assert all("no abstract" in p for p in report.problems)
+    assert [p.title for p in rt.store.papers()] == ["A real one"]
+
+
+def test_same_abstract_under_different_dois_or_arxiv_ids_is_two_papers(make_runtime) -> None:
+    rt = make_runtime()
+    blurb = "This volume collects the proceedings of the workshop on spectral graph theory."
+    other = "Lecture notes on random matrices, their spectra and their uses in statistics."
+    papers = [
+        Paper(id="d1", doi="10.7/ch.1", abstract=blurb, title="Chapter 1"),
+        Paper(id="d2", doi="10.7/ch.2", abstract=blurb, title="Chapter 2"),
+        Paper(id="a1", arxiv_id="2401.00011", abstract=other, title="Preprint 1"),
+        Paper(id="a2", arxiv_id="2401.00012", abstract=other, title="Preprint 2"),
+        Paper(id="h", abstract=blurb, title="No id: the first one's copy"),
+        Paper(id="j", doi="10.7/journal", abstract=other, title="A DOI and an arXiv id may be one paper"),
+    ]
+    first = rt.ingestor(progress=False).ingest_papers(papers)
+    assert (first.added, first.duplicates) == (4, 2)
+    later = rt.ingestor(progress=False).ingest_papers([
+        Paper(id="d3", doi="10.7/ch.3", abstract=blurb, title="Chapter 3"),  # against the store this time
+        Paper(id="h2", abstract=blurb, title="Another copy without ids"),
+    ])
+    assert (later.added, later.duplicates) == (1, 1)
+    assert len(rt.store.paper_ids()) == 5

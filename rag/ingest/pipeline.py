@@ -55,6 +55,12 @@ class IngestReport:
                                               "file_errors")}
 
 
+def _distinct(p: Paper, doi: str, arxiv_id: str) -> bool:
+    """Both records carry a DOI (or both an arXiv id) and the two differ: two papers, however alike their
+    abstracts (publishers reuse one blurb for a book's chapters; a placeholder slips through)."""
+    return bool(p.doi and doi and p.doi != doi) or bool(p.arxiv_id and arxiv_id and p.arxiv_id != arxiv_id)
+
+
 class Ingestor:
     """Turns files into stored papers. One instance per process; the embedder is loaded once."""
 
@@ -71,12 +77,14 @@ class Ingestor:
         self.batch_papers = batch_papers
         self.sentence_vectors = sentence_vectors  # warm the embedding cache with every abstract sentence
         self._seen: dict[str, str] = {}  # doi / arxiv / abstract key → paper id, within this run
+        self._ids: dict[str, tuple[str, str]] = {}  # paper id → (doi, arxiv id), within this run
         self._bumped = False  # the generation was bumped before this run's first write
 
     def ingest(self, paths: Iterable[Path | str], *, fmt: str | None = None, mapping: dict[str, str] | None = None,
                strict: bool = False) -> IngestReport:
         report = IngestReport()
         self._seen.clear()
+        self._ids.clear()
         self._bumped = False
         for path in map(Path, paths):
             try:
@@ -98,6 +106,7 @@ class Ingestor:
         """Ingest records already in memory (tests, benchmarks, other front ends)."""
         report = IngestReport()
         self._seen.clear()
+        self._ids.clear()
         self._bumped = False
         self._ingest_items(Path("<memory>"), iter(papers), report)
         if report.changed:
@@ -141,23 +150,29 @@ class Ingestor:
         for p in batch:
             keys = [k for k in (f"doi:{p.doi}" if p.doi else "", f"arxiv:{p.arxiv_id}" if p.arxiv_id else "",
                                 f"abs:{p.abstract_hash}") if k]
-            other = next((self._seen[k] for k in keys + [f"id:{p.id}"] if k in self._seen), None)
+            other = next((self._seen[k] for k in keys + [f"id:{p.id}"] if k in self._seen
+                          and not (k.startswith("abs:") and _distinct(p, *self._ids[self._seen[k]]))), None)
             if other is not None:
                 report.duplicates += 1
                 log.info("%s: duplicate of %s, skipped", p.source, other or p.id)
                 continue
             for k in keys + [f"id:{p.id}"]:
-                self._seen[k] = p.id
+                self._seen.setdefault(k, p.id)
+            self._ids[p.id] = (p.doi or "", p.arxiv_id or "")
             fresh.append(p)
         stored: dict[str, str] = {}
         for fld, vals in ((DOI, [p.doi for p in fresh]), (ARXIV_ID, [p.arxiv_id for p in fresh]),
                           (ABSTRACT_HASH, [p.abstract_hash for p in fresh])):
             for value, pid in self.store.find_by_keys(fld, [v for v in vals if v]).items():
                 stored[f"{fld}:{value}"] = pid
+        same_abstract = {pid for k, pid in stored.items() if k.startswith(f"{ABSTRACT_HASH}:")}
+        known = {sp.id: sp for sp in self.store.papers(sorted(same_abstract))} if same_abstract else {}
         out = []
         for p in fresh:
-            hits = {hit for k in (f"{DOI}:{p.doi}", f"{ARXIV_ID}:{p.arxiv_id}", f"{ABSTRACT_HASH}:{p.abstract_hash}")
-                    if (hit := stored.get(k))}
+            hits = {hit for k in (f"{DOI}:{p.doi}", f"{ARXIV_ID}:{p.arxiv_id}") if (hit := stored.get(k))}
+            if (hit := stored.get(f"{ABSTRACT_HASH}:{p.abstract_hash}")) and not (
+                    (sp := known.get(hit)) and _distinct(p, sp.doi or "", sp.arxiv_id or "")):
+                hits.add(hit)
             if hits and p.id not in hits:
                 report.duplicates += 1
                 log.info("%s: already stored as %s, skipped", p.source, sorted(hits)[0])

@@ -10,6 +10,7 @@ import codecs
 import contextvars
 import logging
 import os
+import re
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import IO, Any
@@ -167,6 +168,19 @@ def head_text(head: bytes) -> str:
 
 # ---------------------------------------------------------------- building records
 
+# What exporters write in place of a missing abstract (Scopus: "[No abstract available]"). Stored as an
+# abstract, one such text would also make every other placeholder record look like its duplicate.
+_PLACEHOLDER = re.compile(
+    r"(?:no|without)\s+abstract(?:\s+(?:is\s+)?(?:available|provided|given))?|abstract\s+(?:is\s+)?"
+    r"(?:not\s+)?(?:available|provided|given)|not\s+available|n\s*/?\s*a|none|null|nil|-+|\.+|\?+", re.I)
+
+
+def is_placeholder(text: str) -> bool:
+    """``text`` only says that there is no abstract: "N/A", "[No abstract available]", "-"…"""
+    core = re.sub(r"^[\s\[({<*_\"']+|[\s\])}>*_\"'.:;,!]+$", "", text)
+    return len(core) < 60 and (not core or _PLACEHOLDER.fullmatch(core) is not None)
+
+
 def problem(path: Path, line: int, reason: str) -> RecordProblem:
     """A skipped record at ``path:line``."""
     return RecordProblem(str(path), line, reason)
@@ -179,7 +193,7 @@ def make_paper(path: Path, line: int, *, abstract: Any, title: Any = None, autho
     """Normalise the raw fields of one record into a ``Paper``, or a ``RecordProblem`` when it has no usable
     abstract. The id comes from ``assign_id``: arXiv id, else DOI, else ``kind:own_id``, else a content hash."""
     raw = as_text(abstract)
-    if raw is None or not raw.strip():
+    if raw is None or not raw.strip() or is_placeholder(raw):
         return problem(path, line, "no abstract")
     limit = ABSTRACT_CHARS.get()
     size = len(raw)
