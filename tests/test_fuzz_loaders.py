@@ -181,7 +181,7 @@ def test_atom_pieces(tmp_path: Path, pieces: list[str], close: bool) -> None:
 
 # ---------------------------------------------------------------------------------------------- named cases
 ALL_SUFFIXES = {"listing": ".txt", "arxiv-jsonl": ".jsonl", "arxiv-atom": ".xml", "bibtex": ".bib", "csv": ".csv",
-                "json": ".json", "jsonl": ".jsonl", "beir": ".jsonl"}
+                "json": ".json", "jsonl": ".jsonl", "beir": ".jsonl", "csl-json": ".json"}
 
 
 def one_record(fmt: str, abstract: str) -> str:

@@ -488,3 +488,25 @@ def test_unmapped_title_and_author_columns_are_named(tmp_path: Path, caplog: pyt
     assert len(warned) == 2
     assert "'Paper Name Title X'" in warned[0] and "--map title=" in warned[0]
     assert "'Writer List'" in warned[1] and "--map authors=" in warned[1]
+
+
+def test_csl_json_library_by_shape() -> None:
+    f = FIX / "zotero_csl.json"
+    assert detect_format(f) == "csl-json" and "csl-json" in FORMATS
+    r = load(f)
+    papers = by_line(r)  # "line" is the item's position in the list
+    assert papers[1].title == "Homogeneous geodesics in pseudo-Riemannian manifolds"
+    assert papers[1].authors == ["Yang Gao", "Anna van der Berg"]  # family/given, surname last
+    assert papers[1].year == 2021 and papers[1].venue == "Journal of Geometry and Physics"
+    assert papers[1].id == "doi:10.1016/j.geomphys.2021.104200"
+    assert papers[1].categories == ["homogeneous geodesics", "Lorentzian geometry"]
+    assert papers[2].year == 2019 and papers[2].id == "csl:smith2019"  # date-parts given as a string
+    assert papers[2].authors == ["The Deep Metric Consortium", "J. Smith"]
+    assert [(p.line, p.reason) for p in r.problems] == [(3, "no abstract")]
+
+
+def test_plain_json_list_is_not_taken_for_csl(tmp_path: Path) -> None:
+    f = tmp_path / "plain.json"
+    f.write_text(json.dumps([{"type": "paper", "title": "T", "abstract": "An abstract long enough to store.",
+                              "author": "Ann Lee"}]))
+    assert detect_format(f) == "json"

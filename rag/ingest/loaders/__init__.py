@@ -3,7 +3,7 @@
 Public API::
 
     detect_format(path) -> str                      # "listing", "arxiv-jsonl", "arxiv-atom", "bibtex",
-                                                    # "csv", "json", "jsonl" or "beir"
+                                                    # "csv", "json", "jsonl", "beir" or "csl-json"
     iter_records(path, *, fmt=None, mapping=None)   # streams Paper | RecordProblem
     load(path, *, fmt=None, mapping=None, strict=False) -> LoadResult
 
@@ -25,7 +25,8 @@ from rag.ingest.loaders.arxiv import ArxivAtomLoader, ArxivJsonlLoader
 from rag.ingest.loaders.base import Item, Loader, LoadResult, RecordProblem
 from rag.ingest.loaders.beir import CORPUS, BeirLoader
 from rag.ingest.loaders.bibtex import BibtexLoader
-from rag.ingest.loaders.common import ABSTRACT_CHARS, FORMATS, check_file, head_text, path_of, require_utf8
+from rag.ingest.loaders.common import ABSTRACT_CHARS, check_file, head_text, path_of, require_utf8
+from rag.ingest.loaders.csl import CslJsonLoader
 from rag.ingest.loaders.listing import ListingLoader
 from rag.ingest.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
 
@@ -36,12 +37,13 @@ log = logging.getLogger(__name__)
 # Sniffing order: the most specific layouts first.
 LOADERS: dict[str, Loader] = {
     loader.name: loader
-    for loader in (BeirLoader(), ArxivJsonlLoader(), JsonlLoader(), ArxivAtomLoader(), BibtexLoader(), CsvLoader(),
-                   JsonLoader(), ListingLoader())
+    for loader in (BeirLoader(), CslJsonLoader(), ArxivJsonlLoader(), JsonlLoader(), ArxivAtomLoader(),
+                   BibtexLoader(), CsvLoader(), JsonLoader(), ListingLoader())
 }
+FORMATS = tuple(LOADERS)
 _MAPPED = ("csv", "json", "jsonl")
 _SUPPORTED = ("listing (.txt), arxiv-jsonl (arXiv metadata snapshot), arxiv-atom (arXiv API feed), bibtex (.bib), "
-              "csv, json, jsonl, beir (corpus.jsonl or its folder)")
+              "csv, json, jsonl, beir (corpus.jsonl or its folder), csl-json (Zotero/Mendeley CSL-JSON)")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
