@@ -8,10 +8,13 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag.config import Settings, get_settings
 from rag.errors import InputError, PaperchatError
+
+if TYPE_CHECKING:
+    from rag.ingest.pipeline import IngestReport
 
 log = logging.getLogger("paperchat")
 
@@ -79,6 +82,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
                                                             mapping=parse_mapping(args.map), strict=args.strict)
     finally:
         rt.close()
+    _report_skipped(report, args.report, settings)
     if args.json:
         _print_json(report.as_dict())
     else:
@@ -86,6 +90,25 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: {err}", file=sys.stderr)
         print(report.summary())
     return 1 if report.failed else 0
+
+
+def _report_skipped(report: IngestReport, path: Path | None, settings: Settings) -> None:
+    """Write every skipped record to ``path`` (default: a new file under $PAPERCHAT_HOME/reports/ when any
+    was skipped) and print one stderr line per reason, so a library with hundreds of entries lacking an
+    abstract gives a handful of lines, not one warning each (those are shown with -v)."""
+    from rag.ingest import report as skipped
+
+    if not report.skipped_records and path is None:
+        return
+    wanted = path or skipped.default_path(settings.home)
+    written: Path | None = None
+    try:
+        written = skipped.write(report.skipped_records, wanted)
+        report.report_path = str(written)
+    except OSError as e:  # the papers are stored; a report that cannot be written is not worth failing the run
+        print(f"paperchat: cannot write the report {wanted}: {e.strerror or e}", file=sys.stderr)
+    for line in skipped.summary_lines(report.skipped_records, written):
+        print(line, file=sys.stderr)
 
 
 @command("stats")
@@ -292,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--strict", action="store_true", help="any bad record aborts its file with nothing stored")
     ing.add_argument("--rebuild", action="store_true", help="drop the collection first (e.g. after changing model)")
     ing.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    ing.add_argument("--report", type=Path, metavar="FILE",
+                     help="write every skipped record (file:line: reason) to FILE (default: a file under "
+                          "$PAPERCHAT_HOME/reports/ when any record was skipped)")
 
     st = sub.add_parser("stats", help="papers, chunks, model and store location")
     st.add_argument("--json", action="store_true", help="print one JSON object")

@@ -56,3 +56,51 @@ def test_chat_repl_ingests_the_sample_and_answers_a_follow_up(paperchat_home: Pa
     answers = out.stdout.split("> ")[1:]
     assert len(answers) >= 2
     assert "[1]" in answers[0] and "EPPO" in answers[1]
+
+
+def _library(path: Path, entries: int = 700, without_abstract: int = 240) -> list[int]:
+    """A BibTeX library of ``entries`` short papers, ``without_abstract`` of them (spread through the file)
+    lacking an abstract; returns the line of each entry without one."""
+    lines: list[str] = []
+    missing: list[int] = []
+    for i in range(entries):
+        lacks = len(missing) < without_abstract * (i + 1) // entries
+        if lacks:
+            missing.append(len(lines) + 1)
+        lines += [f"@article{{key{i},", f"  title = {{Paper number {i} on topic {i % 17}}},",
+                  f"  author = {{Author{i}, Ann and Writer, Bo}},", f"  year = {{{2000 + i % 20}}},"]
+        if not lacks:
+            lines.append(f"  abstract = {{We study problem {i} and show result {i * 7} holds for case {i % 11}.}},")
+        lines += ["}", ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return missing
+
+
+def test_a_library_with_hundreds_of_entries_lacking_an_abstract_gets_one_summary_line(
+        paperchat_home: Path, tmp_path: Path) -> None:
+    bib = tmp_path / "refs.bib"
+    missing = _library(bib)
+    assert len(missing) == 240
+    first = run("ingest", str(bib))
+    assert first.returncode == 0, first.stderr
+    assert "added 460," in first.stdout and "skipped 240," in first.stdout
+    noisy = [ln for ln in first.stderr.splitlines() if "refs.bib" in ln or "abstract" in ln]
+    assert 1 <= len(noisy) <= 5, first.stderr
+    line = next(ln for ln in noisy if ln.startswith("skipped 240 records: no abstract"))
+    assert f"refs.bib:{missing[0]}" in line and f"refs.bib:{missing[1]}" in line
+    report_file = Path(line.rsplit("full list: ", 1)[1].rstrip(")"))
+    assert report_file.parent == paperchat_home / "reports"
+    listed = [ln for ln in report_file.read_text(encoding="utf-8").splitlines() if not ln.startswith("#") and ln]
+    assert [int(ln.split(":")[1]) for ln in listed] == missing
+    assert all(ln.startswith(f"{bib}:") and "no abstract in entry 'key" in ln for ln in listed)
+
+    given = tmp_path / "skipped.txt"
+    again = run("ingest", "--json", "--report", str(given), str(bib))  # no-op re-ingest
+    assert again.returncode == 0, again.stderr
+    summary = json.loads(again.stdout)
+    assert (summary["added"], summary["unchanged"], summary["skipped"]) == (0, 460, 240)
+    assert summary["skipped_by_reason"] == {"no abstract": 240} and summary["report"] == str(given)
+    assert len(given.read_text(encoding="utf-8").splitlines()) >= 240
+    assert len([ln for ln in again.stderr.splitlines() if "refs.bib" in ln]) == 1, again.stderr
+    verbose = run("-v", "ingest", str(bib))
+    assert len([ln for ln in verbose.stderr.splitlines() if "no abstract in entry" in ln]) >= 240

@@ -22,6 +22,7 @@ from rag.index.store import ChromaStore, ChunkRow
 from rag.ingest import loaders
 from rag.ingest.chunking import chunk_papers
 from rag.ingest.loaders.base import RecordProblem
+from rag.ingest.report import counts as problem_counts
 from rag.quarantine import evidence_texts
 from rag.records import Paper
 
@@ -40,6 +41,9 @@ class IngestReport:
     embedded_sentences: int = 0  # with ingest.sentence_vectors
     problems: list[str] = field(default_factory=list)
     file_errors: list[str] = field(default_factory=list)
+    # the skipped records themselves, for the per-reason summary and the report file (rag.ingest.report)
+    skipped_records: list[RecordProblem] = field(default_factory=list)
+    report_path: str | None = None  # where the full list of skipped records was written, if anywhere
 
     @property
     def changed(self) -> bool:
@@ -50,9 +54,9 @@ class IngestReport:
                 f"duplicates {self.duplicates}, skipped {self.skipped}, failed {self.failed}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("added", "updated", "unchanged", "duplicates", "skipped", "failed",
-                                              "embedded_chunks", "embedded_sentences", "problems",
-                                              "file_errors")}
+        out = {k: getattr(self, k) for k in ("added", "updated", "unchanged", "duplicates", "skipped", "failed",
+                                             "embedded_chunks", "embedded_sentences", "problems", "file_errors")}
+        return out | {"skipped_by_reason": problem_counts(self.skipped_records), "report": self.report_path}
 
 
 def _distinct(p: Paper, doi: str, arxiv_id: str) -> bool:
@@ -131,7 +135,9 @@ class Ingestor:
                 if isinstance(item, RecordProblem):
                     report.skipped += 1
                     report.problems.append(str(item))
-                    log.warning("skipped %s", item)
+                    report.skipped_records.append(item)
+                    # one line per record only with -v; the run ends with one line per reason instead
+                    log.info("skipped %s", item)
                     continue
                 batch.append(item)
                 if len(batch) >= self.batch_papers:
