@@ -28,3 +28,10 @@ class UpstreamError(PaperchatError):
 
 class BudgetExceeded(PaperchatError):
     """A configured limit (tokens, requests, upload size, question length) was hit."""
+
+
+class EmptyLibrary(PaperchatError):
+    """A question was asked of a store that holds no paper yet."""
+
+    def __init__(self, message: str = "the library is empty: run `paperchat ingest FILE`") -> None:
+        super().__init__(message)

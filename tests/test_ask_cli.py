@@ -111,3 +111,22 @@ def test_questions_or_batch_are_required(home: Path, tmp_path: Path) -> None:
     bad.write_text('{"question": "ok?"}\n{"nope": 1}\n')
     out = ask(home, "--batch", str(bad))
     assert out.returncode == 2 and "bad.jsonl:2" in out.stderr
+
+
+def test_ask_on_an_empty_library_says_how_to_fill_it(tmp_path: Path) -> None:
+    out = ask(tmp_path / "empty-home", "What does EPPO penalize?")
+    assert out.returncode != 0 and out.stdout == ""
+    assert "the library is empty: run `paperchat ingest FILE`" in out.stderr
+    assert "catalog" not in out.stderr and "sqlite" not in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_chain_and_the_api_report_an_empty_library(make_runtime, tmp_path: Path) -> None:
+    from rag.errors import EmptyLibrary
+    from rag.qa.chain import AnswerChain
+    from ui.api import from_paperchat
+
+    chain = AnswerChain(make_runtime(home=tmp_path / "empty"))
+    with pytest.raises(EmptyLibrary, match=r"the library is empty: run `paperchat ingest FILE`") as caught:
+        chain.ask("What does EPPO penalize?")
+    err = from_paperchat(caught.value)
+    assert (err.status, err.code) == (409, "library_empty") and "paperchat ingest" in err.message

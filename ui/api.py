@@ -44,7 +44,7 @@ from starlette.types import Message as ASGIMessage
 from rag import limits
 from rag.answer import Answer
 from rag.config import Settings
-from rag.errors import BudgetExceeded, ConfigError, InputError, PaperchatError, UpstreamError
+from rag.errors import BudgetExceeded, ConfigError, EmptyLibrary, InputError, PaperchatError, UpstreamError
 from rag.qa.generate import Mode
 from ui import library
 from ui.library import Library
@@ -102,7 +102,7 @@ def _error(status: int, message: str, type_: str, code: str | None = None, param
 
 def from_paperchat(e: PaperchatError) -> APIError:
     """The project's errors as statuses: bad input 400, a limit 400 (the rate limit 429), a setting 400,
-    an unreachable service 502."""
+    an empty library 409, an unreachable service 502."""
     if isinstance(e, InputError):
         return APIError(400, str(e), param=e.where)
     if isinstance(e, BudgetExceeded):
@@ -111,6 +111,8 @@ def from_paperchat(e: PaperchatError) -> APIError:
         return APIError(400, str(e), code="limit_exceeded")
     if isinstance(e, ConfigError):
         return APIError(400, str(e), code="not_configured")
+    if isinstance(e, EmptyLibrary):  # nothing to answer from until papers are ingested
+        return APIError(409, str(e), code="library_empty")
     if isinstance(e, UpstreamError):
         return APIError(502, str(e), "upstream_error", "upstream_unavailable")
     return APIError(500, str(e), "server_error")

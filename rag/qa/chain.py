@@ -29,7 +29,7 @@ from langchain_core.runnables import RunnableLambda, RunnableSequence
 
 from rag.answer import Answer
 from rag.config import Settings
-from rag.errors import ConfigError, InputError, UpstreamError
+from rag.errors import ConfigError, EmptyLibrary, InputError, UpstreamError
 from rag.index.catalog import PaperQuery
 from rag.limits import check_question
 from rag.qa.condense import (
@@ -239,6 +239,8 @@ class AnswerChain:
     # ---- stages, in order ---------------------------------------------------------------------
     def _filters(self, state: TurnState) -> TurnState:
         t0 = time.perf_counter()
+        if not self.runtime.store.count_chunks():  # before the catalog, whose absence would be all it could report
+            raise EmptyLibrary()
         parsed = parse_question(state.question, catalog_for(self.runtime.lexical, self.runtime.store))
         state.filters = merge_filters(parsed.filters, state.explicit)
         state.named_filters = not parsed.filters.is_empty()
