@@ -510,3 +510,27 @@ def test_plain_json_list_is_not_taken_for_csl(tmp_path: Path) -> None:
     f.write_text(json.dumps([{"type": "paper", "title": "T", "abstract": "An abstract long enough to store.",
                               "author": "Ann Lee"}]))
     assert detect_format(f) == "json"
+
+
+def test_ris_export_with_crlf_line_ends() -> None:
+    f = FIX / "endnote.ris"
+    assert b"\r\n" in f.read_bytes() and detect_format(f) == "ris"
+    r = load(f)
+    papers = by_line(r)  # a record's line is that of its TY tag
+    assert papers[1].title == "Homogeneous Einstein metrics and the Ricci flow"
+    assert papers[1].authors == ["Yang Gao", "Anna van der Berg"]
+    assert papers[1].year == 2021 and papers[1].venue == "Journal of Geometric Analysis"
+    assert papers[1].id == "doi:10.1007/s12220-021-00600-1"
+    assert papers[1].categories == ["Ricci flow", "Einstein metrics"]
+    assert papers[1].abstract.endswith("only fixed points up to scaling.")  # continuation line joined
+    assert (papers[16].title, papers[16].authors, papers[16].year) == ("Metric learning with scarce labels",
+                                                                      ["J. Smith"], 2019)
+    assert papers[16].venue == "Proc. NeurIPS" and papers[16].id == "ris:smith2019"  # A1/Y1/JO/N2/ID tags
+    assert [(p.file, p.line, p.reason) for p in r.problems] == [(str(f), 25, "no abstract")]
+
+
+def test_ris_without_records_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "empty.ris"
+    f.write_text("Provider: nobody\n\n")
+    with pytest.raises(InputError, match="no RIS record"):
+        load(f)
