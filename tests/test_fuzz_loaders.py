@@ -181,7 +181,8 @@ def test_atom_pieces(tmp_path: Path, pieces: list[str], close: bool) -> None:
 
 # ---------------------------------------------------------------------------------------------- named cases
 ALL_SUFFIXES = {"listing": ".txt", "arxiv-jsonl": ".jsonl", "arxiv-atom": ".xml", "bibtex": ".bib", "csv": ".csv",
-                "json": ".json", "jsonl": ".jsonl", "beir": ".jsonl", "csl-json": ".json", "ris": ".ris"}
+                "json": ".json", "jsonl": ".jsonl", "beir": ".jsonl", "csl-json": ".json", "ris": ".ris",
+                "medline": ".nbib"}
 
 
 def one_record(fmt: str, abstract: str) -> str:
@@ -202,6 +203,8 @@ def one_record(fmt: str, abstract: str) -> str:
         return json.dumps([{"title": "T", "abstract": abstract}], ensure_ascii=False)
     if fmt == "beir":
         return json.dumps({"_id": "1", "title": "T", "text": abstract}, ensure_ascii=False) + "\n"
+    if fmt == "medline":
+        return f"PMID- 1\nTI  - T\nAB  - {abstract}\n"
     if fmt == "ris":
         return f"TY  - JOUR\nTI  - T\nAB  - {abstract}\nER  - \n"
     return json.dumps({"title": "T", "abstract": abstract}, ensure_ascii=False) + "\n"

@@ -534,3 +534,21 @@ def test_ris_without_records_is_refused(tmp_path: Path) -> None:
     f.write_text("Provider: nobody\n\n")
     with pytest.raises(InputError, match="no RIS record"):
         load(f)
+
+
+def test_pubmed_medline_nbib() -> None:
+    f = FIX / "pubmed.nbib"
+    assert detect_format(f) == "medline"
+    r = load(f)
+    papers = by_line(r)  # a record's line is that of its PMID tag
+    first = papers[1]
+    assert first.title == "Fear conditioning with an unconditioned stimulus (US) in adolescent mice."
+    assert first.abstract.endswith("between 0.5 and 4.5 Hz.")  # six-space continuation lines joined
+    assert first.authors == ["Yang Gao", "Anna Maria van der Berg"]  # FAU "Gao, Yang" preferred over AU
+    assert (first.year, first.venue, first.id) == (2021, "Neurobiology of learning and memory",
+                                                   "doi:10.1016/j.nlm.2021.107001")
+    assert first.categories == ["fear conditioning", "adolescence"]
+    last = papers[25]  # no DOI (only a [pii] AID), short AU names, TA for the venue
+    assert (last.id, last.authors, last.year, last.venue) == ("pmid:33000003", ["M. A. Silva"], 2020, "J Sleep Res")
+    assert last.url == "https://pubmed.ncbi.nlm.nih.gov/33000003/"
+    assert [(p.line, p.reason) for p in r.problems] == [(19, "no abstract")]

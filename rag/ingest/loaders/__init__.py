@@ -3,7 +3,8 @@
 Public API::
 
     detect_format(path) -> str                      # "listing", "arxiv-jsonl", "arxiv-atom", "bibtex",
-                                                    # "csv", "json", "jsonl", "beir", "csl-json" or "ris"
+                                                    # "csv", "json", "jsonl", "beir", "csl-json", "ris" or
+                                                    # "medline"
     iter_records(path, *, fmt=None, mapping=None)   # streams Paper | RecordProblem
     load(path, *, fmt=None, mapping=None, strict=False) -> LoadResult
 
@@ -28,6 +29,7 @@ from rag.ingest.loaders.bibtex import BibtexLoader
 from rag.ingest.loaders.common import ABSTRACT_CHARS, check_file, head_text, path_of, require_utf8
 from rag.ingest.loaders.csl import CslJsonLoader
 from rag.ingest.loaders.listing import ListingLoader
+from rag.ingest.loaders.medline import MedlineLoader
 from rag.ingest.loaders.ris import RisLoader
 from rag.ingest.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
 
@@ -39,12 +41,13 @@ log = logging.getLogger(__name__)
 LOADERS: dict[str, Loader] = {
     loader.name: loader
     for loader in (BeirLoader(), CslJsonLoader(), ArxivJsonlLoader(), JsonlLoader(), ArxivAtomLoader(),
-                   BibtexLoader(), RisLoader(), CsvLoader(), JsonLoader(), ListingLoader())
+                   BibtexLoader(), RisLoader(), MedlineLoader(), CsvLoader(), JsonLoader(), ListingLoader())
 }
 FORMATS = tuple(LOADERS)
 _MAPPED = ("csv", "json", "jsonl")
 _SUPPORTED = ("listing (.txt), arxiv-jsonl (arXiv metadata snapshot), arxiv-atom (arXiv API feed), bibtex (.bib), "
-              "csv, json, jsonl, beir (corpus.jsonl or its folder), csl-json (Zotero/Mendeley CSL-JSON), ris (.ris)")
+              "csv, json, jsonl, beir (corpus.jsonl or its folder), csl-json (Zotero/Mendeley CSL-JSON), "
+              "ris (.ris), medline (PubMed .nbib)")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
