@@ -182,7 +182,7 @@ def test_atom_pieces(tmp_path: Path, pieces: list[str], close: bool) -> None:
 # ---------------------------------------------------------------------------------------------- named cases
 ALL_SUFFIXES = {"listing": ".txt", "arxiv-jsonl": ".jsonl", "arxiv-atom": ".xml", "bibtex": ".bib", "csv": ".csv",
                 "json": ".json", "jsonl": ".jsonl", "beir": ".jsonl", "csl-json": ".json", "ris": ".ris",
-                "medline": ".nbib"}
+                "medline": ".nbib", "arxiv-oai": ".xml"}
 
 
 def one_record(fmt: str, abstract: str) -> str:
@@ -203,6 +203,10 @@ def one_record(fmt: str, abstract: str) -> str:
         return json.dumps([{"title": "T", "abstract": abstract}], ensure_ascii=False)
     if fmt == "beir":
         return json.dumps({"_id": "1", "title": "T", "text": abstract}, ensure_ascii=False) + "\n"
+    if fmt == "arxiv-oai":
+        return ('<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record><metadata><arXiv '
+                f'xmlns="http://arxiv.org/OAI/arXiv/"><id>2101.00001</id><abstract>{abstract}</abstract></arXiv>'
+                "</metadata></record></ListRecords></OAI-PMH>\n")
     if fmt == "medline":
         return f"PMID- 1\nTI  - T\nAB  - {abstract}\n"
     if fmt == "ris":

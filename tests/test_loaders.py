@@ -552,3 +552,28 @@ def test_pubmed_medline_nbib() -> None:
     assert (last.id, last.authors, last.year, last.venue) == ("pmid:33000003", ["M. A. Silva"], 2020, "J Sleep Res")
     assert last.url == "https://pubmed.ncbi.nlm.nih.gov/33000003/"
     assert [(p.line, p.reason) for p in r.problems] == [(19, "no abstract")]
+
+
+def test_arxiv_oai_pmh_harvest_in_both_metadata_formats() -> None:
+    f = FIX / "arxiv_oai.xml"
+    assert detect_format(f) == "arxiv-oai" and detect_format(FIX / "arxiv_oai_raw.xml") == "arxiv-oai"
+    r = load(f)
+    (p,) = r.papers
+    assert (p.id, p.title, p.year) == ("arxiv:2103.01234", "Homogeneous geodesics and Einstein metrics", 2021)
+    assert p.authors == ["Yang Gao", "Pavol Brunovský"]  # forenames + keyname, surname last
+    assert p.categories == ["math.DG", "math.GR"] and p.venue == "J. Geom. Phys. 165 (2021) 104200"
+    assert p.doi == "10.1016/j.geomphys.2021.104200" and p.source_line == 6
+    assert [(x.line, x.reason) for x in r.problems] == [
+        (23, "deleted in the harvest: oai:arXiv.org:math/0101001"), (26, "no abstract")]
+    (raw,) = load(FIX / "arxiv_oai_raw.xml").papers  # arXivRaw: an authors string, dates in versions
+    assert (raw.id, raw.year, raw.categories) == ("arxiv:1905.00001", 2019, ["gr-qc"])
+    assert raw.authors == ["Maria Aparecida Silva", "João Pereira"]
+
+
+def test_oai_harvest_in_another_metadata_format_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "dc.xml"
+    f.write_text('<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record><metadata>'
+                 '<dc xmlns="http://www.openarchives.org/OAI/2.0/oai_dc/"/></metadata></record></ListRecords>'
+                 "</OAI-PMH>")
+    with pytest.raises(InputError, match="metadataPrefix=arXiv or arXivRaw"):
+        load(f)

@@ -3,8 +3,8 @@
 Public API::
 
     detect_format(path) -> str                      # "listing", "arxiv-jsonl", "arxiv-atom", "bibtex",
-                                                    # "csv", "json", "jsonl", "beir", "csl-json", "ris" or
-                                                    # "medline"
+                                                    # "csv", "json", "jsonl", "beir", "csl-json", "ris",
+                                                    # "medline" or "arxiv-oai"
     iter_records(path, *, fmt=None, mapping=None)   # streams Paper | RecordProblem
     load(path, *, fmt=None, mapping=None, strict=False) -> LoadResult
 
@@ -30,6 +30,7 @@ from rag.ingest.loaders.common import ABSTRACT_CHARS, check_file, head_text, pat
 from rag.ingest.loaders.csl import CslJsonLoader
 from rag.ingest.loaders.listing import ListingLoader
 from rag.ingest.loaders.medline import MedlineLoader
+from rag.ingest.loaders.oai import ArxivOaiLoader
 from rag.ingest.loaders.ris import RisLoader
 from rag.ingest.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
 
@@ -40,14 +41,16 @@ log = logging.getLogger(__name__)
 # Sniffing order: the most specific layouts first.
 LOADERS: dict[str, Loader] = {
     loader.name: loader
-    for loader in (BeirLoader(), CslJsonLoader(), ArxivJsonlLoader(), JsonlLoader(), ArxivAtomLoader(),
-                   BibtexLoader(), RisLoader(), MedlineLoader(), CsvLoader(), JsonLoader(), ListingLoader())
+    for loader in (BeirLoader(), CslJsonLoader(), ArxivJsonlLoader(), JsonlLoader(), ArxivOaiLoader(),
+                   ArxivAtomLoader(), BibtexLoader(), RisLoader(), MedlineLoader(), CsvLoader(), JsonLoader(),
+                   ListingLoader())
 }
 FORMATS = tuple(LOADERS)
 _MAPPED = ("csv", "json", "jsonl")
 _SUPPORTED = ("listing (.txt), arxiv-jsonl (arXiv metadata snapshot), arxiv-atom (arXiv API feed), bibtex (.bib), "
               "csv, json, jsonl, beir (corpus.jsonl or its folder), csl-json (Zotero/Mendeley CSL-JSON), "
-              "ris (.ris), medline (PubMed .nbib)")
+              "ris (.ris), medline (PubMed .nbib), "
+              "arxiv-oai (arXiv OAI-PMH harvest)")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -66,7 +69,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         raise InputError(f"is a BEIR queries file, not papers; load the folder or its {CORPUS}", where=str(p))
     head = head_text(check_file(p))
     for name, loader in LOADERS.items():
-        if name == "arxiv-atom" and not head.lstrip("\ufeff \t\r\n").startswith("<"):
+        if name in ("arxiv-atom", "arxiv-oai") and not head.lstrip("\ufeff \t\r\n").startswith("<"):
             continue
         if loader.sniff(p, head):
             log.debug("%s: detected format %s", p, name)
@@ -101,7 +104,7 @@ def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
         head = check_file(p / CORPUS)
     else:
         head = check_file(p)
-    if fmt not in ("csv", "arxiv-atom"):  # CSV falls back to cp1252; XML declares its own encoding
+    if fmt not in ("csv", "arxiv-atom"):  # CSV falls back to cp1252; Atom XML declares its own encoding
         require_utf8(p, head)
     ctx = contextvars.copy_context()
     if abstract_chars is not None:
