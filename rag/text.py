@@ -6,8 +6,11 @@ Display text keeps Markdown emphasis and non-trivial ``$math$`` so the UI can re
 
 from __future__ import annotations
 
+import functools
+import html
 import re
 import unicodedata
+from typing import Any
 
 # A scraped "\\%" is an escaped escape, not a LaTeX line break followed by a comment.
 _DOUBLE_ESCAPE = re.compile(r"\\\\(?=[%#&_${}a-zA-Z])")
@@ -65,15 +68,75 @@ def _accent(m: re.Match[str]) -> str:
     return unicodedata.normalize("NFC", letter + _ACCENTS[mark])
 
 
+# Tags that HTML exports leave in titles and abstracts (JATS from Crossref, <p> from publishers' feeds).
+# Only these names: a formula's "a<b>c" is no tag.
+_HTML_TAG = re.compile(r"</?(?:p|br|hr|i|b|u|em|strong|sup|sub|span|div|a|ul|ol|li|h[1-6]|inf|sc|scp|small|"
+                       r"title|abstract|sec|jats:[a-z\-]+|mml:[a-z]+)\b[^<>]*/?>", re.I)
+
+
+def strip_html(s: str) -> str:
+    """HTML entities decoded (``&amp;`` ``&#xa0;`` ``&lt;p&gt;``) and tags removed."""
+    if "&" in s:
+        s = html.unescape(s)
+    return _HTML_TAG.sub(" ", s) if "<" in s else s
+
+
+# Text-mode characters that LaTeX reads as syntax (a comment, a table cell) but exports mean literally.
+_LITERAL = {"%": "\ue000", "&": "\ue001", "#": "\ue002", "~": "\ue003", "^": "\ue004", "_": "\ue005"}
+# Commands glued to their argument ("\emphWhat", "\textsuperscript1", "\relax An"): split so they parse.
+_GLUED = re.compile(r"\\(emph|textit|textbf|textsc|textsuperscript|textsubscript|relax)(?=[A-Z0-9])")
+
+
+@functools.lru_cache(maxsize=1)
+def _converter() -> Any:
+    """pylatexenc's LaTeX → Unicode converter, taught the text-mode symbols exports use that it lacks."""
+    from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
+    from pylatexenc.latexwalker import get_default_latex_context_db as walker_db
+    from pylatexenc.macrospec import MacroSpec
+
+    extra = {"textless": "<", "textgreater": ">", "copyright": "©", "textcopyright": "©", "textregistered": "®",
+             "texttrademark": "™", "relax": "", "textsuperscript": "%s", "textsubscript": "%s", "textbar": "|",
+             "textbackslash": "\\", "textasciitilde": "~", "textunderscore": "_"}
+    db = get_default_latex_context_db().filter_context(keep_categories=None)
+    db.add_context_category("paperchat", prepend=True,
+                            macros=[MacroTextSpec(k, simplify_repl=v) for k, v in extra.items()])
+    wdb = walker_db()
+    wdb.add_context_category("paperchat", prepend=True,
+                             macros=[MacroSpec("textsuperscript", "{"), MacroSpec("textsubscript", "{"),
+                                     MacroSpec("relax", "")])
+    return LatexNodes2Text(latex_context=db, math_mode="verbatim"), wdb
+
+
+def latex_to_unicode(s: str) -> str:
+    """Text-mode LaTeX the hand-written rules left (``\\textendash``, ``{\\textless}``, stray braces) →
+    Unicode, by pylatexenc; ``$math$`` is kept verbatim. Text without a backslash or brace is returned as is."""
+    if "\\" not in s and "{" not in s and "}" not in s:
+        return s
+    from pylatexenc.latexwalker import LatexWalker
+
+    conv, wdb = _converter()
+    t = _GLUED.sub(r"\\\1 ", s)
+    for k, v in _LITERAL.items():
+        t = re.sub(r"(?<!\\)" + re.escape(k), v, t) if "$" not in t or k not in "^_" else t
+    try:
+        out = conv.nodelist_to_text(LatexWalker(t, latex_context=wdb, tolerant_parsing=True).get_latex_nodes()[0])
+    except Exception:  # noqa: BLE001  a parse pylatexenc gives up on: keep the text, drop only the braces
+        out = t.replace("{", "").replace("}", "")
+    for k, v in _LITERAL.items():
+        out = out.replace(v, k)
+    return out
+
+
 def latex_text(s: str) -> str:
     """Decode accents, ligatures, dashes and quotes of LaTeX text mode (titles, author names)."""
+    s = strip_html(s)
     s = _ACCENT_RE.sub(_accent, s)
     for k, v in _LIGATURES.items():
         s = re.sub(re.escape(k) + r"(?![A-Za-z])\s?", v, s)
     s = s.replace("---", "—").replace("--", "–").replace("``", "“").replace("''", "”")
     s = s.replace("~", " ") if "$" not in s else s
-    s = re.sub(r"\{([^{}$\\]*)\}", r"\1", s)  # bibtex case-protection braces
-    return s
+    s = re.sub(r"\{([^{}$\\]+)\}", r"\1", s)  # bibtex case-protection braces ("\textendash{}" keeps its {})
+    return strip_html(latex_to_unicode(s))
 
 
 def _math_to_text(inner: str) -> str:
@@ -90,6 +153,18 @@ def _display_math(m: re.Match[str]) -> str:
     if _SIMPLE_MATH.match(inner) and "^" not in inner and "_" not in inner:
         return _math_to_text(inner)
     return f"${inner}$"
+
+
+# A publisher's rights line closing an abstract: "© 2021 Elsevier B.V. All rights reserved.", "Copyright © 2019
+# … Published by …", "(c) 2003 …". Only at the end, and only when a year or a rights phrase follows the mark.
+_COPYRIGHT = re.compile(r"(?:^|(?<=[.!?\s]))\s*(?:copyright\s*(?:©|\(c\)|(?=\d{4}\b))|c?\s?©|\(c\))\s*"
+                        r"(?=[^©]{0,40}?(?:\b(?:1[89]|20)\d\d\b|all rights reserved|published by))[^©]{0,240}$", re.I)
+
+
+def strip_copyright(text: str) -> str:
+    """``text`` without a trailing publisher copyright line (an abstract that is nothing else is kept)."""
+    m = _COPYRIGHT.search(text)
+    return text[:m.start()].rstrip() if m and m.start() > 0 else text
 
 
 def normalize_abstract(raw: str) -> str:
@@ -120,7 +195,7 @@ def normalize_abstract(raw: str) -> str:
     s = re.sub(r"[ \t\u00a0]+", " ", s)
     s = re.sub(r"\s*\n\s*", " ", s)
     s = re.sub(r" ([,.;:])(?=\s|$)", r"\1", s)
-    return s.strip()
+    return strip_copyright(s.strip())
 
 
 def plain_text(display: str) -> str:
