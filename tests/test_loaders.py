@@ -562,7 +562,7 @@ def test_arxiv_oai_pmh_harvest_in_both_metadata_formats() -> None:
     assert (p.id, p.title, p.year) == ("arxiv:2103.01234", "Homogeneous geodesics and Einstein metrics", 2021)
     assert p.authors == ["Yang Gao", "Pavol Brunovský"]  # forenames + keyname, surname last
     assert p.categories == ["math.DG", "math.GR"] and p.venue == "J. Geom. Phys. 165 (2021) 104200"
-    assert p.doi == "10.1016/j.geomphys.2021.104200" and p.source_line == 6
+    assert p.doi == "10.1016/j.geomphys.2021.104300" and p.source_line == 6
     assert [(x.line, x.reason) for x in r.problems] == [
         (23, "deleted in the harvest: oai:arXiv.org:math/0101001"), (26, "no abstract")]
     (raw,) = load(FIX / "arxiv_oai_raw.xml").papers  # arXivRaw: an authors string, dates in versions
@@ -577,3 +577,27 @@ def test_oai_harvest_in_another_metadata_format_is_refused(tmp_path: Path) -> No
                  "</OAI-PMH>")
     with pytest.raises(InputError, match="metadataPrefix=arXiv or arXivRaw"):
         load(f)
+
+
+def test_paperchat_ingest_of_every_export_format(paperchat_home: Path) -> None:
+    import os
+    import subprocess
+
+    from conftest import paperchat_cmd
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(paperchat_cmd(*args), capture_output=True, text=True, cwd=ROOT, env=dict(os.environ),
+                              timeout=600)
+
+    files = ["wos.csv", "scopus.csv", "zotero_csl.json", "endnote.ris", "pubmed.nbib", "arxiv_oai.xml",
+             "arxiv_oai_raw.xml"]
+    out = run("ingest", "--json", *(str(FIX / f) for f in files))
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["added"] == 12, report  # 2 + 2 + 2 + 2 + 2 + 1 + 1; records without abstracts skipped
+    gao = json.loads(run("papers", "--author", "Gao", "--json").stdout)  # surname-first names found by surname
+    assert len(gao) == 6, [p.get("title") for p in gao]
+    y2021 = json.loads(run("papers", "--year", "2021", "--json").stdout)  # CSL/RIS/MEDLINE/OAI years usable
+    assert {p["title"] for p in y2021} >= {"Homogeneous geodesics in pseudo-Riemannian manifolds",
+                                           "Homogeneous Einstein metrics and the Ricci flow",
+                                           "Homogeneous geodesics and Einstein metrics"}
