@@ -135,8 +135,21 @@ def latex_text(s: str) -> str:
         s = re.sub(re.escape(k) + r"(?![A-Za-z])\s?", v, s)
     s = s.replace("---", "—").replace("--", "–").replace("``", "“").replace("''", "”")
     s = s.replace("~", " ") if "$" not in s else s
-    s = re.sub(r"\{([^{}$\\]+)\}", r"\1", s)  # bibtex case-protection braces ("\textendash{}" keeps its {})
+    s = unbrace(s)
     return strip_html(latex_to_unicode(s))
+
+
+def unbrace(s: str) -> str:
+    """BibTeX case-protection braces removed, nested ones too (``{{BERT}}``), outside ``$math$`` only: a
+    formula's ``\\mathcal{O}`` keeps its group. An empty ``{}`` stays: "\\textendash{}" ends a command with it."""
+    def strip(part: str) -> str:
+        prev = None
+        while prev != part:
+            prev, part = part, re.sub(r"\{([^{}$\\]+)\}", r"\1", part)
+        return part
+
+    pieces = _MATH.split(s)
+    return "".join(f"${p}$" if i % 2 else strip(p) for i, p in enumerate(pieces))
 
 
 def _math_to_text(inner: str) -> str:

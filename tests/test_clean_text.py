@@ -77,6 +77,7 @@ def test_author_names_come_out_clean(raw: str, want: str) -> None:
     (r"Stable Manifolds {\textendash} a Survey", "Stable Manifolds – a Survey"),
     ("Heat &amp; Mass Transfer in <i>Thin</i> Films", "Heat & Mass Transfer in Thin Films"),
     (r"{BERT}: Pre-training of Deep {Transformers}", "BERT: Pre-training of Deep Transformers"),
+    (r"{{The}} $\mathcal{O}(n)$ Bound", r"The $\mathcal{O}(n)$ Bound"),  # the formula keeps its group
 ])
 def test_titles_come_out_clean(raw: str, want: str) -> None:
     assert clean_title(raw) == want

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rag.text import latex_text
+from rag.text import latex_text, unbrace
 
 YEAR_MIN, YEAR_MAX = 1800, 2100
 
@@ -44,11 +44,7 @@ def clean_title(raw: str | None) -> str | None:
     """Title text: LaTeX accents and case-protection braces decoded, whitespace folded; None when empty."""
     if not raw or not isinstance(raw, str):
         return None
-    s = latex_text(fix_latex(raw))
-    prev = None
-    while prev != s:  # nested case-protection braces: {{BERT}}
-        prev, s = s, re.sub(r"\{([^{}$\\]*)\}", r"\1", s)
-    return fold(s) or None
+    return fold(unbrace(latex_text(fix_latex(raw)))) or None
 
 
 def parse_year(value: Any) -> int | None:
