@@ -601,3 +601,20 @@ def test_paperchat_ingest_of_every_export_format(paperchat_home: Path) -> None:
     assert {p["title"] for p in y2021} >= {"Homogeneous geodesics in pseudo-Riemannian manifolds",
                                            "Homogeneous Einstein metrics and the Ricci flow",
                                            "Homogeneous geodesics and Einstein metrics"}
+
+
+def test_web_of_science_tab_delimited_savedrecs() -> None:
+    f = FIX / "wos_savedrecs.txt"  # WoS "Tab-delimited file": two-letter tags, BOM, CRLF, a trailing tab
+    assert detect_format(f) == "csv"
+    papers = by_line(load(f))
+    assert (papers[2].title, papers[2].authors, papers[2].year) == (
+        "Left-invariant Einstein metrics on SO(n)", ["Yang Gao", "Xin Li"], 2020)
+    assert papers[2].venue == "JOURNAL OF LIE THEORY" and papers[2].categories == ["Einstein metrics"]
+    assert papers[2].id == "doi:10.5555/jlt.2020.30"
+    assert papers[3].authors == ["Maria Aparecida Silva"] and papers[3].id == "id:WOS:000400000000002"
+
+
+def test_two_letter_columns_alone_are_not_taken_for_wos_tags(tmp_path: Path) -> None:
+    f = tmp_path / "plain.csv"
+    f.write_text("ti,abstract\nnot a title,An abstract long enough to be stored as a paper by the loader.\n")
+    assert load(f).papers[0].title is None

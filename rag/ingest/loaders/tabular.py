@@ -51,6 +51,17 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "venue": ("venue", "journal", "booktitle", "conference", "publicationtitle", "journalref", "sourcetitle"),
 }
 FIELDS = tuple(ALIASES)
+# Web of Science's tab-delimited export ("savedrecs.txt") names its columns by two-letter field tags; used only
+# when the header has WoS's PT/TI/AB tags, as two letters alone say too little.
+WOS_TAGS: dict[str, tuple[str, ...]] = {
+    "abstract": ("ab",), "title": ("ti",), "authors": ("af", "au"), "year": ("py",), "categories": ("de",),
+    "doi": ("di",), "venue": ("so",), "id": ("ut",),
+}
+_FULL_NAMES = ("authorfullnames", "af")  # always "Last, First" names separated by ";"
+
+
+def _is_wos_tagged(norms: set[str]) -> bool:
+    return {"pt", "ti", "ab"} <= norms
 # The csv module refuses fields over 128 KiB by default, which would break a file at its first long abstract;
 # a field may be as long as a line may be (process-wide, but only ever raised).
 csv.field_size_limit(max(csv.field_size_limit(), MAX_LINE_BYTES))
@@ -84,10 +95,11 @@ def resolve_columns(columns: list[str], mapping: dict[str, str] | None, path: Pa
     for c in columns:
         by_norm.setdefault(_norm(c), c)
     used = set(chosen.values())
+    tagged = _is_wos_tagged(set(by_norm))
     for field, aliases in ALIASES.items():
         if field in chosen:
             continue
-        for alias in aliases:
+        for alias in (*WOS_TAGS.get(field, ()), *aliases) if tagged else aliases:
             col = by_norm.get(alias)
             if col is not None and col not in used:
                 chosen[field] = col
@@ -158,10 +170,10 @@ def categories_of(value: Any) -> list[str]:
 def row_paper(path: Path, line: int, row: dict[str, Any], cols: dict[str, str]) -> Item:
     """One row (column → value) → ``Paper`` or ``RecordProblem``."""
     get = {field: row.get(col) for field, col in cols.items()}
-    full = _norm(cols.get("authors", "")) == "authorfullnames"
+    full = _norm(cols.get("authors", "")) in _FULL_NAMES
     authors = authors_of(get.get("authors"), full_names=full)
     if full and not authors:  # Scopus leaves full names empty on some rows; its short "Authors" column remains
-        short = next((v for k, v in row.items() if isinstance(k, str) and _norm(k) == "authors"), None)
+        short = next((v for k, v in row.items() if isinstance(k, str) and _norm(k) in ("authors", "au")), None)
         authors = authors_of(short)
     return make_paper(
         path, line, abstract=get.get("abstract"), title=get.get("title"), authors=authors,
@@ -205,7 +217,7 @@ class CsvLoader:
             return False
         header = next((ln for ln in head.splitlines() if ln.strip()), "")
         cells = [_norm(c) for c in re.split(r"[,\t;]", header)]
-        return len(cells) >= 2 and any(c in ALIASES["abstract"] for c in cells)
+        return len(cells) >= 2 and (any(c in ALIASES["abstract"] for c in cells) or _is_wos_tagged(set(cells)))
 
     def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
         """Check the header against the mapping now, then stream rows."""
