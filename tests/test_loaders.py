@@ -618,3 +618,16 @@ def test_two_letter_columns_alone_are_not_taken_for_wos_tags(tmp_path: Path) -> 
     f = tmp_path / "plain.csv"
     f.write_text("ti,abstract\nnot a title,An abstract long enough to be stored as a paper by the loader.\n")
     assert load(f).papers[0].title is None
+
+
+def test_openalex_and_semantic_scholar_json() -> None:
+    r = load(FIX / "openalex.json")  # {"results": [...]}, abstract as an inverted index
+    (p,) = r.papers
+    assert p.abstract == "We compare the ages of the twins along timelike geodesics."
+    assert (p.title, p.year) == ("Ages of twins in stationary spacetimes", 2021)
+    assert p.authors == ["Yang Gao", "João Pereira"]
+    assert p.venue == "Physical review. D" and p.id == "doi:10.1103/physrevd.103.064001"
+    assert [(x.line, x.reason) for x in r.problems] == [(2, "no abstract")]  # null inverted index
+    (s2,) = load(FIX / "semantic_scholar.json").papers  # {"data": [...]}, DOI under externalIds
+    assert s2.id == "doi:10.48550/arxiv.2104.00001" and s2.authors == ["Yang Gao", "Anna van der Berg"]
+    assert (s2.year, s2.venue) == (2021, "NeurIPS")

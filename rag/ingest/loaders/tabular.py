@@ -4,6 +4,7 @@ Without a mapping, columns are recognised by common names, case- and punctuation
 (see ``ALIASES``), including the column sets of Scopus ("Title", "Authors", "Author full names", "Source title")
 and Web of Science ("Article Title", "Author Full Names", "Source Title", "Publication Year") exports, whose
 surname-first names ("Gao, Yang", "Gao Y.") become "Yang Gao" / "Y. Gao" so a surname search finds them.
+Semantic Scholar and OpenAlex JSON have their nested fields lifted first (see ``scholarly_fields``).
 A mapping ``{field: column}`` overrides the columns of the fields it names, e.g.
 ``{"abstract": "Abstract Note", "title": "Title"}``; fields: title, abstract, authors, year, categories,
 doi, url, id, venue. An ``id`` column gives ids ``id:<value>`` (or ``arxiv:``/``doi:`` when the value is one).
@@ -285,6 +286,46 @@ class _Broken(Exception):
 
 # ---------------------------------------------------------------- JSON and JSON Lines
 
+def _inverted_abstract(index: Any) -> str | None:
+    """OpenAlex's ``abstract_inverted_index`` ({word: [positions]}) back to text."""
+    if not isinstance(index, dict):
+        return None
+    at: dict[int, str] = {}
+    for word, positions in index.items():
+        if isinstance(word, str) and isinstance(positions, list):
+            at.update((i, word) for i in positions
+                      if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 100_000)
+    return " ".join(at[i] for i in sorted(at)) or None
+
+
+def scholarly_fields(record: Any) -> Any:
+    """Semantic Scholar and OpenAlex records with their nested fields lifted to plain columns.
+
+    Semantic Scholar: ``externalIds.DOI``/``ArXiv`` → doi/arxivid. OpenAlex: ``abstract_inverted_index`` → abstract,
+    ``authorships[].author.display_name`` → authors, ``primary_location.source.display_name`` → venue.
+    Columns the record already has are kept.
+    """
+    if not isinstance(record, dict):
+        return record
+    out = dict(record)
+    ext = record.get("externalIds")
+    if isinstance(ext, dict):
+        for key, col in (("DOI", "doi"), ("ArXiv", "arxivid")):
+            if isinstance(ext.get(key), str) and not out.get(col):
+                out[col] = ext[key]
+    if "abstract_inverted_index" in record and not out.get("abstract"):
+        out["abstract"] = _inverted_abstract(record["abstract_inverted_index"])
+    ships = record.get("authorships")
+    if isinstance(ships, list) and not out.get("authors"):
+        out["authors"] = [a["author"]["display_name"] for a in ships if isinstance(a, dict)
+                          and isinstance(a.get("author"), dict) and isinstance(a["author"].get("display_name"), str)]
+    loc = record.get("primary_location")
+    source = loc.get("source") if isinstance(loc, dict) else None
+    if isinstance(source, dict) and isinstance(source.get("display_name"), str) and not out.get("venue"):
+        out["venue"] = source["display_name"]
+    return out
+
+
 def _json_records(data: Any, path: Path) -> list[Any]:
     if isinstance(data, list):
         return data
@@ -320,7 +361,7 @@ class JsonLoader:
             raise InputError("JSON nested too deeply to be a list of papers", where=str(path)) from None
         except json.JSONDecodeError as e:
             raise InputError(f"invalid JSON: {e.msg} (column {e.colno})", where=f"{path}:{e.lineno}") from None
-        records = _json_records(data, path)
+        records = [scholarly_fields(r) for r in _json_records(data, path)]
         columns: dict[str, None] = {}
         for r in records:
             if isinstance(r, dict):
@@ -368,5 +409,5 @@ class JsonlLoader:
             lines.close()
         if first is None:
             raise InputError("not JSON Lines (no line holds a JSON object)", where=str(path))
-        cols = resolve_columns(list(first), mapping, path)
-        return iter_json_lines(path, lambda n, row: row_paper(path, n, row, cols))
+        cols = resolve_columns(list(scholarly_fields(first)), mapping, path)
+        return iter_json_lines(path, lambda n, row: row_paper(path, n, scholarly_fields(row), cols))
