@@ -10,16 +10,16 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.index.embeddings import Embedder
+from rag.index.embeddings import Embedder, WrappedEmbedder
 
 log = logging.getLogger(__name__)
 
 
-class CachedEmbedder:
+class CachedEmbedder(WrappedEmbedder):
     """Wraps an ``Embedder``; vectors live in SQLite keyed by sha1(model name, text)."""
 
     def __init__(self, inner: Embedder, path: Path) -> None:
-        self.inner = inner
+        super().__init__(inner)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -27,21 +27,6 @@ class CachedEmbedder:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self.inner.max_tokens
-
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        return self.inner.count_tokens(texts)
 
     def _key(self, text: str) -> bytes:
         return hashlib.sha1(f"{self.inner.name}\0{text}".encode()).digest()

@@ -31,6 +31,7 @@ from rag.answer import Answer
 from rag.config import Settings
 from rag.errors import ConfigError, EmptyLibrary, InputError, UpstreamError
 from rag.index.catalog import PaperQuery
+from rag.index.embeddings import WrappedEmbedder
 from rag.limits import check_question
 from rag.qa.condense import (
     Condensed,
@@ -109,27 +110,12 @@ def _whole(generator: Generator, inp: GenerationInput) -> Iterator[Generation]:
     yield generator.generate(inp)
 
 
-class _MemoEmbedder:
+class _MemoEmbedder(WrappedEmbedder):
     """The runtime's embedder seen through the evidence index's memo, so the question is embedded once."""
 
     def __init__(self, index: EvidenceIndex) -> None:
+        super().__init__(index.embedder)
         self._index = index
-        self._inner = index.embedder
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self._inner.max_tokens
-
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        return self._inner.count_tokens(texts)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self._index.embed(texts)
