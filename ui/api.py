@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import re
@@ -48,6 +47,7 @@ from rag.errors import BudgetExceeded, ConfigError, EmptyLibrary, InputError, Pa
 from rag.qa.generate import Mode
 from ui import library
 from ui.library import Library
+from ui.services import is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -64,13 +64,6 @@ def new_key() -> tuple[str, str]:
     """A fresh API key and its hash (``paperchat api-key``)."""
     key = "pc-" + secrets.token_urlsafe(32)
     return key, key_hash(key)
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 def check_bind(host: str, settings: Settings) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import shutil
 import tempfile
@@ -26,6 +25,7 @@ from ui import render, services
 from ui.assets import CSS, LATEX_DELIMITERS, PAGE_JS
 from ui.export import bibtex, cited_papers, conversation_markdown
 from ui.safe import inline
+from ui.services import is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +55,6 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
         "mcp_server": False, "pwa": False, "enable_monitoring": False, "strict_cors": True,
         "footer_links": ["settings"], "inbrowser": False,
     }
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 def _theme() -> gr.themes.Base:
@@ -342,7 +335,7 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
 def launch(app: gr.Blocks, settings: Settings, block: bool = True, **overrides: Any) -> gr.Blocks:
     """Queue and launch ``app`` with the safe defaults (``overrides`` for tests: e.g. ``server_port``)."""
     kwargs = launch_kwargs(settings) | overrides
-    if not _is_loopback(str(kwargs["server_name"])) and not kwargs.get("auth"):
+    if not is_loopback(str(kwargs["server_name"])) and not kwargs.get("auth"):
         log.warning("serving on %s without a login: anyone who can reach it can use it "
                     "(set PAPERCHAT_UI__USERNAME and PAPERCHAT_UI__PASSWORD)", kwargs["server_name"])
     app.queue(**queue_kwargs(settings))

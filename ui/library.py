@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -234,9 +234,3 @@ def ask_messages(lib: Library, messages: Sequence[dict[str, Any]], mode: Mode | 
     question, history = history_from_messages(lib, messages)
     return ask(lib, question, history, mode, k, filters)
 
-
-def stream_messages(lib: Library, messages: Sequence[dict[str, Any]], mode: Mode | None = None,
-                    k: int | None = None, filters: dict[str, Any] | None = None) -> Iterator[str | Answer]:
-    """The answer text as it is produced, then the verified ``Answer`` (``AnswerChain.stream``)."""
-    question, history = history_from_messages(lib, messages)
-    return lib.chain.stream(question, history=history, k=k, filters=query_from(filters), mode=mode)

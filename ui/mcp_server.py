@@ -12,7 +12,6 @@ chat apply (``rag.limits``: question length, questions per minute, k).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import threading
@@ -28,6 +27,7 @@ from rag.config import Settings
 from rag.errors import ConfigError, InputError, PaperchatError
 from rag.quarantine import is_instruction, quarantine
 from rag.text import split_sentences
+from ui.services import is_loopback
 
 if TYPE_CHECKING:
     from rag.answer import Answer
@@ -342,21 +342,12 @@ def build_server(tools: PaperTools, warm: bool = True) -> Any:
     return server
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def serve(settings: Settings, transport: Transport = "stdio", host: str | None = None,
           port: int | None = None) -> int:
     """Run the MCP server until the client disconnects (stdio) or the process is stopped (http). The HTTP
     transport has no authentication, so it binds to loopback only."""
     host = host or settings.mcp.host
-    if transport == "http" and not _loopback(host):
+    if transport == "http" and not is_loopback(host):
         raise ConfigError(f"paperchat mcp has no authentication and binds to loopback only, not {host!r}: use "
                           "--host 127.0.0.1 (put an authenticating reverse proxy in front to reach it from "
                           "elsewhere)")

@@ -4,6 +4,7 @@ rate limits, filters ↔ controls and corpus stats. ``ui.app`` wires these to co
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import logging
 import math
@@ -33,6 +34,15 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[float, str], None]
 UPLOAD_SUFFIXES = (".txt", ".bib", ".csv", ".json", ".jsonl", ".ndjson", ".xml", ".atom")
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` names this machine only (127.0.0.0/8, ::1, localhost): the web app, the API and the MCP server
+    refuse to listen beyond it without a login or key."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def _now() -> str:

@@ -308,8 +308,6 @@ class AnswerChain:
         state.timings["total_ms"] = (time.perf_counter() - state.started) * 1000
         if not state.hits and not state.filters.is_empty():
             state.warnings.append(f"no paper matches the filters ({describe_filters(state.filters)})")
-        elif not state.hits and self.runtime.store.count_chunks() == 0:
-            state.warnings.append("the collection is empty: add papers with `paperchat ingest FILE...`")
         state.answer = Answer(
             question=state.question, standalone_question=condensed.standalone, answer=checked.text,
             answerable=checked.answerable, mode=state.mode, filters=filters_dict(state.filters),

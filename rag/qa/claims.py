@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rag.analysis import analyze
-from rag.qa.evidence import term_in
+from rag.qa.evidence import ENTITY, term_in
 
 WINDOW = 4  # words either side of a direction word that say what it is about
 SCOPE = 3  # words after a negation cue that it negates
@@ -270,9 +270,6 @@ def number_reasons(statement: str, sentences: Sequence[str], extra: str = "") ->
 
 
 # ---- names ---------------------------------------------------------------------------------------
-# The names ``rag.qa.evidence.entities`` finds (acronyms, CamelCase, names with digits), as written, so that only
-# the parts that make them names count: "EM-style" names EM, not "style".
-_NAME = re.compile(r"(?<![\w-])(?:[A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za-z]+-?\d[\w-]*|[a-z]+-[A-Z][\w-]*)")
 _DIGIT_NAME = re.compile(r"(?<![\w-])[^\W\d_][\w.-]*\d[\w-]*(?:\.\d+)?")
 _PROPER = re.compile(r"(?<=[a-z0-9,;] )[A-Z][a-z]{2,}(?:-[A-Z]?[a-z]+)*\b")  # "Kronecker", "Tucker" mid-sentence
 
@@ -318,7 +315,7 @@ def name_reasons(statement: str, source_terms: frozenset[str], sentences: Sequen
     parts: list[tuple[str, bool]] | None = None
     missing: set[str] = set()
     named = [frozenset(t for part in m.group(0).split("-") if re.search(r"[A-Z0-9]", part) for t in analyze(part))
-             for m in _NAME.finditer(statement)]
+             for m in ENTITY.finditer(statement)]  # the names evidence.entities finds, as written
     named += [frozenset(analyze(m.group(0))) for m in _PROPER.finditer(statement)]
     for terms in named:
         for t in terms:

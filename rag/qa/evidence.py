@@ -107,14 +107,14 @@ class SentenceScore:
 
 
 _ALTERNATIVES = re.compile(r"\s+(?:or|versus|vs\.?)\s+", re.I)
-_ENTITY = re.compile(r"(?<![\w-])(?:[A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za-z]+-?\d[\w-]*|[a-z]+-[A-Z][\w-]*)")
+ENTITY = re.compile(r"(?<![\w-])(?:[A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za-z]+-?\d[\w-]*|[a-z]+-[A-Z][\w-]*)")
 
 
 def entities(question: str) -> list[frozenset[str]]:
     """Named things in a question (acronyms, CamelCase, names with digits: "EVO", "FedGMT", "PMD-mean"),
     each as its analysed terms."""
     out = []
-    for m in _ENTITY.finditer(question):
+    for m in ENTITY.finditer(question):
         terms = frozenset(content_terms(m.group(0))) or frozenset(analyze(m.group(0)))
         if terms and terms not in out:
             out.append(terms)
