@@ -161,6 +161,10 @@ def test_a_statement_is_checked_against_all_the_papers_it_cites(evidence: Eviden
     # Each name and number occurs in one of the cited abstracts (the support score is per abstract, and
     # half of this sentence is off topic for each, so only the claim checks are asserted here).
     assert st.cited == [1, 2] and "not named" not in st.why and "not in the abstract" not in st.why, st.why
+    # The checks did run on this statement: citing EPPO's paper alone, FedGMT is not named in it.
+    alone = verify(Generation("EPPO penalizes energy loss in the final layer, while FedGMT needs a single backward "
+                              "pass per iteration [1].", [hit(0), hit(1)]), evidence)
+    assert "FedGMT" in alone.statements[0].why and not alone.statements[0].supported, alone.statements[0].why
     out = verify(Generation("EPPO and FedGMT both need 8K training samples [1][2].", [hit(0), hit(1), hit(2)]),
                  evidence)
     assert not out.statements[0].supported and "8K" in out.statements[0].why  # Video-MTR's number, not cited
