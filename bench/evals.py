@@ -67,7 +67,7 @@ def main() -> None:
     total = s["latency_ms"]["total_ms"]
     body = f"""## Answer quality: `paperchat eval` on the seed set
 
-`paperchat eval --check` (= `make eval`), extractive mode, 60 cases on the bundled sample corpus; timed by
+`paperchat eval --check` (= `make eval`), extractive mode, {s["cases"]} cases on the bundled sample corpus; timed by
 `python -m bench.evals` from an empty `PAPERCHAT_HOME` (model load, ingest and every embedding included):
 **{seed_s:.0f} s** wall (load average before: {before}); {machine()}. Gate (`evals/thresholds.toml`): {gate}.
 
