@@ -69,6 +69,9 @@ class Paper:
     arxiv_id: str | None = None
     source_file: str = ""
     source_line: int = 0
+    # Named sets the record belongs to in its source (a Zotero collection path "Parent/Child"). Membership is
+    # kept apart from the paper (``rag.index.collections``), so it is not part of the content hash.
+    collections: list[str] = field(default_factory=list)
 
     @property
     def source(self) -> str:
@@ -98,6 +101,7 @@ class Paper:
         data = asdict(self)
         data.pop("source_file")
         data.pop("source_line")
+        data.pop("collections")
         data["label"] = self.label
         return hashlib.sha1(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
