@@ -228,7 +228,8 @@ _ABBREV = ("e.g", "i.e", "et al", "etc", "vs", "cf", "fig", "figs", "eq", "eqs",
            "approx", "no", "dr", "mr", "ms", "prof", "ref", "refs", "al", "viz", "incl")
 # A sentence ends at .!? before a letter, digit or markup. Before a lower-case letter (some corpora,
 # Cranfield among them, are all lower case) only after a real word, not "no. of" or "e.g. this".
-_SENT_END = re.compile(r"(?<=[.!?])[\"”')\]]*\s+(?=[\"“(\[]?[A-Za-z0-9$*\\])")
+# The closing quotes and brackets after the stop (group 1) end the sentence with it: 'the "Twin Paradox."'.
+_SENT_END = re.compile(r"(?<=[.!?])([\"”')\]]*)\s+(?=[\"“(\[]?[A-Za-z0-9$*\\])")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -248,7 +249,7 @@ def split_sentences(text: str) -> list[str]:
         nxt = masked[m.end():m.end() + 1]
         if nxt.islower() and not (word and len(word.group(1)) >= 3 and word.group(1).isalpha()):
             continue
-        out.append(text[start:m.start()].strip())
+        out.append(text[start:m.end(1)].strip())
         start = m.end()
     tail = text[start:].strip()
     if tail:
