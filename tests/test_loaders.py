@@ -317,6 +317,31 @@ def test_jsonl_records() -> None:
     assert c.id == "id:42" and c.authors == ["Ada Lovelace", "Charles Babbage"] and c.year == 1843
 
 
+def test_jsonl_fields_the_first_record_lacks_are_read_from_later_records(tmp_path: Path) -> None:
+    """Records of a JSON Lines file need not share keys: a title or authors first seen on line 2 are used."""
+    rows = [{"abstract": "We study the first question at length and find that it holds.", "year": 2020},
+            {"title": "Second Paper", "authors": "Ann Lee; Bo Ruiz", "doi": "10.1000/two",
+             "abstract": "We study the second question at length and find that it holds."},
+            {"summary": "Not read as the abstract: the file's abstract column is 'abstract'.", "title": "Third",
+             "abstract": "We study the third question at length and find that it holds."}]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    a, b, c = load(path).papers
+    assert (a.title, a.authors, a.year) == (None, [], 2020)
+    assert (b.title, b.authors, b.doi) == ("Second Paper", ["Ann Lee", "Bo Ruiz"], "10.1000/two")
+    assert c.title == "Third" and c.abstract.startswith("We study the third")  # a field keeps its column
+    mapped = load(path, mapping={"abstract": "abstract", "title": "title"}).papers
+    assert [p.title for p in mapped] == [None, "Second Paper", "Third"]
+    # beyond the records checked before streaming starts: a title first seen on line 150 is still used
+    late = tmp_path / "late.jsonl"
+    late.write_text("".join(json.dumps({"abstract": f"We study question {i} at length and find that it holds.",
+                                        **({"title": f"Paper {i}", "creators": ["Ann Lee"]} if i >= 150 else {})})
+                            + "\n" for i in range(1, 161)))
+    got = load(late).papers
+    assert len(got) == 160 and {p.title for p in got[:149]} == {None}
+    assert (got[149].title, got[149].authors, got[-1].title) == ("Paper 150", ["Ann Lee"], "Paper 160")
+
+
 def test_fmt_override_reads_snapshot_as_plain_jsonl() -> None:
     r = load(FIX / "arxiv_snapshot.jsonl", fmt="jsonl", mapping={"venue": "journal-ref"})
     assert r.format == "jsonl" and len(r.papers) == 3 and r.papers[0].venue == "Phys.Rev.D76:013009,2007"

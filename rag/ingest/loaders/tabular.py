@@ -92,6 +92,17 @@ def resolve_columns(columns: list[str], mapping: dict[str, str] | None, path: Pa
             raise InputError(f"the mapping names column {column!r} for {field}, but there is no such column; "
                              f"columns: {available}", where=str(path))
         chosen[field] = match
+    chosen = fill_columns(columns, chosen)
+    _warn_unmapped(columns, chosen, path)
+    if "abstract" not in chosen:
+        raise InputError(f"no abstract column (looked for {', '.join(ALIASES['abstract'])}); columns: {available}; "
+                         f"pass a mapping such as {{'abstract': '<column>'}}", where=str(path))
+    return chosen
+
+
+def fill_columns(columns: list[str], chosen: dict[str, str]) -> dict[str, str]:
+    """``chosen`` plus the fields it lacks that one of ``columns`` names by a default alias (a new dict)."""
+    chosen = dict(chosen)
     by_norm: dict[str, str] = {}
     for c in columns:
         by_norm.setdefault(_norm(c), c)
@@ -106,10 +117,6 @@ def resolve_columns(columns: list[str], mapping: dict[str, str] | None, path: Pa
                 chosen[field] = col
                 used.add(col)
                 break
-    _warn_unmapped(columns, chosen, path)
-    if "abstract" not in chosen:
-        raise InputError(f"no abstract column (looked for {', '.join(ALIASES['abstract'])}); columns: {available}; "
-                         f"pass a mapping such as {{'abstract': '<column>'}}", where=str(path))
     return chosen
 
 
@@ -374,6 +381,10 @@ class JsonLoader:
                 for i, r in enumerate(records, 1))
 
 
+# The records of a JSON Lines file whose keys are checked against the mapping before streaming starts.
+_HEAD_RECORDS = 100
+
+
 class JsonlLoader:
     """Loader for JSON Lines: one record object per line, streamed."""
 
@@ -389,25 +400,48 @@ class JsonlLoader:
                 and lines[1].startswith("{"))
 
     def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
-        """Check the first record against the mapping now, then stream line by line."""
-        first, tries = None, 0
+        """Check the keys of the first records against the mapping now, then stream line by line."""
+        keys: dict[str, None] = {}
+        found, tries = False, 0
         lines = iter_lines(path)
         try:
             for _, line in lines:
-                if line is None or line.strip():
-                    tries += 1
-                    try:
-                        obj = json.loads(line or "")
-                    except (ValueError, RecursionError):
-                        obj = None
-                    if isinstance(obj, dict):
-                        first = obj
-                        break
-                    if tries >= 5:
-                        break
+                if line is not None and not line.strip():
+                    continue
+                tries += 1
+                try:
+                    obj = json.loads(line or "")
+                except (ValueError, RecursionError):
+                    obj = None
+                if isinstance(obj, dict):
+                    found = True
+                    keys.update(dict.fromkeys(k for k in scholarly_fields(obj) if isinstance(k, str)))
+                if tries >= (_HEAD_RECORDS if found else 5):
+                    break
         finally:
             lines.close()
-        if first is None:
+        if not found:
             raise InputError("not JSON Lines (no line holds a JSON object)", where=str(path))
-        cols = resolve_columns(list(scholarly_fields(first)), mapping, path)
-        return iter_json_lines(path, lambda n, row: row_paper(path, n, scholarly_fields(row), cols))
+        cols = resolve_columns(list(keys), mapping, path)
+        return iter_json_lines(path, _RowColumns(cols).paper_of(path))
+
+
+class _RowColumns:
+    """The columns of a JSON Lines file as its records reveal them: records need not share their keys, so a
+    field the first record lacks (a title, authors) is looked up again in the later records that have new keys.
+    A field once matched keeps its column for the rest of the file."""
+
+    def __init__(self, cols: dict[str, str]) -> None:
+        self.cols = cols
+        self.seen: set[str] = set()
+
+    def paper_of(self, path: Path) -> Any:
+        def build(line: int, obj: dict[str, Any]) -> Item:
+            row = scholarly_fields(obj)
+            new = [k for k in row if isinstance(k, str) and k not in self.seen]
+            if new:
+                self.seen.update(new)
+                if len(self.cols) < len(FIELDS):
+                    self.cols = fill_columns(list(row), self.cols)
+            return row_paper(path, line, row, self.cols)
+        return build
