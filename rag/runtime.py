@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rag.config import Settings, prepare_runtime
+from rag.index.collections import Collections
 from rag.index.embed_cache import CachedEmbedder
 from rag.index.embeddings import Embedder, make_embedder
 from rag.index.lexical import LexicalIndex
@@ -25,6 +26,7 @@ class Runtime:
     _embedder: Embedder | None = field(default=None, repr=False)  # pass one to share a loaded model
     _store: ChromaStore | None = field(default=None, repr=False)
     _lexical: LexicalIndex | None = field(default=None, repr=False)
+    _collections: Collections | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         prepare_runtime(self.settings)
@@ -59,6 +61,13 @@ class Runtime:
         if self._lexical is None:
             self._lexical = LexicalIndex.for_store(self.settings.home, self.store)
         return self._lexical
+
+    def collections(self) -> Collections:
+        """The store's named collections (on the store already open, else opened read-only: no model loaded)."""
+        store = self._store if self._store is not None else self.read_store()
+        if self._collections is None or self._collections.store is not store:
+            self._collections = Collections(store)
+        return self._collections
 
     def retriever(self, mode: Mode = "hybrid") -> Retriever:
         """Hybrid (or single-method) retrieval over the store; the lexical index syncs on use."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from rag.analysis import name_key
+from rag.errors import InputError
 from rag.index import rows
 from rag.index.store import ChromaStore
 from rag.records import StoredPaper
@@ -22,17 +23,30 @@ class PaperQuery:
     year_from: int | None = None
     year_to: int | None = None
     paper_ids: list[str] = field(default_factory=list)
+    collection: str | None = None  # a named collection (rag.index.collections); resolved into paper_ids
     text: str | None = None  # listing only: words that must all appear in label or abstract
 
     def is_empty(self) -> bool:
-        return not (self.author or self.category or self.year_from or self.year_to or self.paper_ids)
+        return not (self.author or self.category or self.year_from or self.year_to or self.paper_ids
+                    or self.collection)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v not in (None, [], "")}
 
 
+def scoped(q: PaperQuery, members: frozenset[str]) -> PaperQuery:
+    """``q`` with its collection's ``members`` applied: they become the paper ids (those of ``q`` that are
+    members, when it names both). ``InputError`` when no paper is left, since an empty ``paper_ids``
+    would restrict nothing."""
+    ids = sorted(members if not q.paper_ids else members & set(q.paper_ids))
+    if not ids:
+        raise InputError(f"none of the {len(q.paper_ids)} selected papers is in the collection {q.collection!r}")
+    return replace(q, paper_ids=ids)
+
+
 def to_where(q: PaperQuery) -> dict[str, Any] | None:
-    """The Chroma metadata filter for a query (None when it restricts nothing)."""
+    """The Chroma metadata filter for a query (None when it restricts nothing). A collection must have been
+    applied first (:func:`scoped`): its name alone selects nothing here."""
     return rows.all_of(rows.has_author(name_key(q.author)) if q.author else None,
                        rows.has_category(name_key(q.category)) if q.category else None,
                        rows.year_from(q.year_from) if q.year_from else None,

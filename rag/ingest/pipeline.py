@@ -3,6 +3,11 @@
 Re-ingesting an unchanged file embeds and writes nothing; a changed record is updated in place
 (new version written before the old one is deleted); a run killed at any point and re-run ends
 with every paper stored exactly once. Derived indexes (BM25) are synced through ``on_change``.
+
+Collections: after each file, its papers (duplicates counted as the paper they duplicate) join the
+``collection`` given to :meth:`Ingestor.ingest`, and the collections the records name themselves (a
+Zotero library's) are synced with that file as their source, so what left a collection there leaves it
+here. A file that fails midway changes no membership.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from rag.errors import InputError
+from rag.index.collections import Collections, check_name
 from rag.index.embeddings import Embedder
 from rag.index.rows import ABSTRACT_HASH, ARXIV_ID, DOI, chunk_id, chunk_metadata
 from rag.index.store import ChromaStore, ChunkRow
@@ -39,6 +45,8 @@ class IngestReport:
     failed: int = 0  # files that could not be ingested at all
     embedded_chunks: int = 0
     embedded_sentences: int = 0  # with ingest.sentence_vectors
+    collected: int = 0  # papers that joined a collection (the ``collection`` given, or their source's)
+    uncollected: int = 0  # memberships removed because the source no longer has them
     problems: list[str] = field(default_factory=list)
     file_errors: list[str] = field(default_factory=list)
     # the skipped records themselves, for the per-reason summary and the report file (rag.ingest.report)
@@ -55,7 +63,8 @@ class IngestReport:
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("added", "updated", "unchanged", "duplicates", "skipped", "failed",
-                                             "embedded_chunks", "embedded_sentences", "problems", "file_errors")}
+                                             "embedded_chunks", "embedded_sentences", "collected", "uncollected",
+                                             "problems", "file_errors")}
         return out | {"skipped_by_reason": problem_counts(self.skipped_records), "report": self.report_path}
 
 
@@ -82,20 +91,26 @@ class Ingestor:
         self.sentence_vectors = sentence_vectors  # warm the embedding cache with every abstract sentence
         self._seen: dict[str, str] = {}  # doi / arxiv / abstract key → paper id, within this run
         self._ids: dict[str, tuple[str, str]] = {}  # paper id → (doi, arxiv id), within this run
+        self._canon: dict[str, str] = {}  # id of a record skipped as a duplicate → id of the paper it duplicates
+        self._placed: list[tuple[str, list[str]]] = []  # (stored paper id, collections named) of the current file
+        self.collections = Collections(store)
         self._bumped = False  # the generation was bumped before this run's first write
 
     def ingest(self, paths: Iterable[Path | str], *, fmt: str | None = None, mapping: dict[str, str] | None = None,
-               strict: bool = False) -> IngestReport:
+               strict: bool = False, collection: str | None = None) -> IngestReport:
+        """Ingest files; every paper they hold (stored, unchanged or a duplicate of a stored one) also joins
+        ``collection`` when given."""
         report = IngestReport()
-        self._seen.clear()
-        self._ids.clear()
-        self._bumped = False
+        collection = check_name(collection) if collection is not None else None
+        self._reset_run()
         for path in map(Path, paths):
             try:
                 if strict:  # validate the whole file first so a bad record stores nothing from it
                     loaders.load(path, fmt=fmt, mapping=mapping, strict=True, abstract_chars=self.abstract_chars)
                 records = loaders.iter_records(path, fmt=fmt, mapping=mapping, abstract_chars=self.abstract_chars)
+                self._placed = []
                 self._ingest_items(path, records, report)
+                self._collect(report, collection, source=str(path.resolve()))
             except InputError as e:
                 report.failed += 1
                 report.file_errors.append(str(e))
@@ -106,18 +121,45 @@ class Ingestor:
             hook(self.store)
         return report
 
-    def ingest_papers(self, papers: Iterable[Paper]) -> IngestReport:
-        """Ingest records already in memory (tests, benchmarks, other front ends)."""
+    def ingest_papers(self, papers: Iterable[Paper], collection: str | None = None) -> IngestReport:
+        """Ingest records already in memory (tests, benchmarks, other front ends); with ``collection``, they
+        join it (the collections the records name are added to, never synced: there is no source file)."""
         report = IngestReport()
-        self._seen.clear()
-        self._ids.clear()
-        self._bumped = False
+        collection = check_name(collection) if collection is not None else None
+        self._reset_run()
         self._ingest_items(Path("<memory>"), iter(papers), report)
+        self._collect(report, collection, source=None)
         if report.changed:
             self.store.bump_generation()
         for hook in self.on_change:
             hook(self.store)
         return report
+
+    def _reset_run(self) -> None:
+        self._seen.clear()
+        self._ids.clear()
+        self._canon.clear()
+        self._placed = []
+        self._bumped = False
+
+    def _collect(self, report: IngestReport, collection: str | None, source: str | None) -> None:
+        """Memberships of the file just ingested: all its papers join ``collection``; the collections its
+        records name are synced with ``source`` (added to, when there is no source)."""
+        ids = list(dict.fromkeys(pid for pid, _ in self._placed))
+        if collection and ids:
+            report.collected += self.collections.add(collection, ids)
+        wanted: dict[str, list[str]] = {}
+        for pid, names in self._placed:
+            for name in names:
+                wanted.setdefault(name, []).append(pid)
+        if source is None:
+            for name, members in wanted.items():
+                report.collected += self.collections.add(name, members)
+        elif wanted or self.collections.has_source(source):
+            changed = self.collections.sync(source, wanted)
+            report.collected += changed["added"]
+            report.uncollected += changed["removed"]
+        self._placed = []
 
     def _before_first_write(self) -> None:
         """Bump the store generation before a run's first write, not only after its last: a run killed in
@@ -161,6 +203,8 @@ class Ingestor:
             if other is not None:
                 report.duplicates += 1
                 log.info("%s: duplicate of %s, skipped", p.source, other or p.id)
+                if other != p.id:
+                    self._canon[p.id] = self._canon.get(other, other)
                 continue
             for k in keys + [f"id:{p.id}"]:
                 self._seen.setdefault(k, p.id)
@@ -182,11 +226,13 @@ class Ingestor:
             if hits and p.id not in hits:
                 report.duplicates += 1
                 log.info("%s: already stored as %s, skipped", p.source, sorted(hits)[0])
+                self._canon[p.id] = sorted(hits)[0]
                 continue
             out.append(p)
         return out
 
     def _write_batch(self, batch: list[Paper], report: IngestReport) -> None:
+        incoming = [(p.id, p.collections) for p in batch]
         batch = self._dedupe(batch, report)
         states = self.store.chunk_states([p.id for p in batch])
         to_write: list[tuple[Paper, str]] = []
@@ -233,5 +279,7 @@ class Ingestor:
         if stale:
             self._before_first_write()
             self.store.delete(stale)
+        # after the papers are written: a membership never names a paper that a crash kept out of the store
+        self._placed.extend((self._canon.get(pid, pid), names) for pid, names in incoming)
         log.info("batch written: %d papers, %d chunks embedded, %d stale chunks deleted", len(batch), len(rows),
                  len(stale))

@@ -30,7 +30,7 @@ from langchain_core.runnables import RunnableLambda, RunnableSequence
 from rag.answer import Answer
 from rag.config import Settings
 from rag.errors import ConfigError, EmptyLibrary, InputError, UpstreamError
-from rag.index.catalog import PaperQuery
+from rag.index.catalog import PaperQuery, scoped
 from rag.index.embeddings import WrappedEmbedder
 from rag.limits import check_question
 from rag.qa.condense import (
@@ -47,7 +47,7 @@ from rag.qa.evidence import EvidenceIndex, QuestionScorer, content_terms
 from rag.qa.generate import Generation, GenerationInput, Generator, Mode
 from rag.qa.generate.extractive import ExtractiveGenerator
 from rag.qa.injection import guard_stream
-from rag.qa.question_filters import catalog_for, filters_dict, merge_filters, parse_question
+from rag.qa.question_filters import catalog_for, filters_dict, mentions_collection, merge_filters, parse_question
 from rag.qa.retrieval import PaperHit, Retriever
 from rag.qa.verify import Verified, verify
 from rag.runtime import Runtime
@@ -75,6 +75,7 @@ class TurnState:
     warnings: list[str] = field(default_factory=list)  # for the reader, added stage by stage
     # filters
     filters: PaperQuery = field(default_factory=PaperQuery)  # the explicit ones merged with those named
+    scoped: PaperQuery | None = None  # ``filters`` with a named collection applied (its members as paper ids)
     named_filters: bool = False  # the question itself names filters
     cleaned: str = ""  # the question without its filter phrases
     listing: bool = False  # it names only filters: the answer lists the matching papers
@@ -124,6 +125,8 @@ class _MemoEmbedder(WrappedEmbedder):
 def describe_filters(q: PaperQuery) -> str:
     """Filters in words, for listing answers: "author: Shiqing Gao; category: Deep RL"."""
     parts = []
+    if q.collection:
+        parts.append(f"collection: {q.collection}")
     if q.author:
         parts.append(f"author: {q.author}")
     if q.category:
@@ -227,8 +230,12 @@ class AnswerChain:
         t0 = time.perf_counter()
         if not self.runtime.store.count_chunks():  # before the catalog, whose absence would be all it could report
             raise EmptyLibrary()
-        parsed = parse_question(state.question, catalog_for(self.runtime.lexical, self.runtime.store))
+        names = self.runtime.collections().names() if mentions_collection(state.question) else []
+        parsed = parse_question(state.question, catalog_for(self.runtime.lexical, self.runtime.store), names)
         state.filters = merge_filters(parsed.filters, state.explicit)
+        if state.filters.collection:
+            members = self.runtime.collections().members(state.filters.collection)
+            state.scoped = scoped(state.filters, members)
         state.named_filters = not parsed.filters.is_empty()
         state.cleaned = parsed.cleaned
         state.listing = not state.filters.is_empty() and not content_terms(parsed.cleaned)
@@ -255,14 +262,15 @@ class AnswerChain:
         condensed = state.condensed
         assert condensed is not None
         query = condensed.standalone
-        result = self.retriever.search(query, k=state.k, filters=state.filters)
+        filters = state.scoped or state.filters
+        result = self.retriever.search(query, k=state.k, filters=filters)
         hits = result.hits
         if condensed.prefer_ids and hits:
             hits = self._prefer(hits, condensed)
         if state.listing:
             # Counted from the lexical index's filter fields: a category of a 100k-paper store can match
             # tens of thousands of papers, whose rows are never read just to be counted.
-            allowed = self.retriever.allowed(state.filters)
+            allowed = self.retriever.allowed(filters)
             state.total_matches = 0 if allowed is None else len(allowed)
             if not hits and allowed is not None and len(allowed):  # nothing scored (an empty query): list them
                 ids = sorted(self.retriever.lexical.paper_ids[i] for i in allowed)[:state.k]

@@ -1,10 +1,11 @@
 """Filters a question names: authors, categories and years ("papers by Zico Kolter", "Deep RL papers",
-"since 2020"), resolved against what the store actually holds.
+"since 2020") and collections ("in my RLHF collection"), resolved against what the store actually holds.
 
 Conservative on purpose: a wrong filter silently hides the right paper. Authors match only names
 present in the store (a bare surname only with a cue such as "by", "'s" or "et al."); a category only
 when the phrase clearly names it ("X papers", "in the X category", "listed under X"), never a bare
-topic word; years only when the collection has years at all.
+topic word; years only when the collection has years at all; a named collection only when its name is
+followed or preceded by "collection" (or "reading list").
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -183,6 +185,36 @@ def _find_years(question: str) -> tuple[int | None, int | None, list[tuple[int, 
     return None, None, [], ""
 
 
+_SET_WORD = r"(?:collection|reading[\s-]+list|folder)"
+_QUOTE_OPEN, _QUOTE_CLOSE = "[\"“'‘]?", "[\"”'’]?"
+
+
+def mentions_collection(question: str) -> bool:
+    """Whether the question may name a collection (so the names are read only then)."""
+    return re.search(rf"\b{_SET_WORD}\b", question, re.I) is not None
+
+
+def _find_collection(question: str, names: Sequence[str]) -> tuple[str, int, int] | None:
+    """A collection the question names: "in my RLHF collection", "from the collection 'To read'",
+    "within the Surveys/RL reading list". A nested collection may be named by its last part when no other
+    collection ends the same way. The longest name wins."""
+    leaves: dict[str, list[str]] = {}
+    for n in names:
+        leaves.setdefault(n.rsplit("/", 1)[-1].casefold(), []).append(n)
+    spellings = [(n, n) for n in names] + [(v[0].rsplit("/", 1)[-1], v[0]) for v in leaves.values()
+                                            if len(v) == 1 and "/" in v[0]]
+    for said, name in sorted(spellings, key=lambda kv: -len(kv[0])):
+        word = re.escape(said)
+        lead = r"(?:\b(?:in|from|within|of|among|across)\s+)?(?:(?:my|our|the|this)\s+)?"
+        for pat in (rf"{lead}{_QUOTE_OPEN}(?<![\w-]){word}(?![\w-]){_QUOTE_CLOSE}\s+{_SET_WORD}\b",
+                    rf"{lead}{_SET_WORD}\s+(?:called\s+|named\s+)?{_QUOTE_OPEN}(?<![\w-]){word}(?![\w-])"
+                    rf"{_QUOTE_CLOSE}"):
+            m = re.search(pat, question, re.I)
+            if m:
+                return name, m.start(), m.end()
+    return None
+
+
 def _remove(question: str, spans: list[tuple[int, int]]) -> str:
     out, last = [], 0
     for s, e in sorted(spans):
@@ -197,12 +229,17 @@ def _remove(question: str, spans: list[tuple[int, int]]) -> str:
     return re.sub(r"\s+", " ", text).strip(" ,;")
 
 
-def parse_question(question: str, cat: FilterCatalog) -> ParsedQuestion:
-    """Find the filters a question names; return them with the question minus those phrases."""
+def parse_question(question: str, cat: FilterCatalog, collections: Sequence[str] = ()) -> ParsedQuestion:
+    """Find the filters a question names; return them with the question minus those phrases.
+    ``collections`` are the names of the store's collections (none: no collection is looked for)."""
     toks = _tokens(question)
     notes: list[str] = []
     spans: list[tuple[int, int]] = []
     q = PaperQuery()
+    named = _find_collection(question, collections) if collections else None
+    if named:
+        q.collection = named[0]
+        spans.append(named[1:])
 
     cats = _find_categories(question, toks, cat)
     if cats:
@@ -245,7 +282,7 @@ def merge_filters(parsed: PaperQuery, explicit: PaperQuery | None) -> PaperQuery
     if explicit is None or explicit.is_empty():
         return parsed
     out = replace(parsed)
-    for name in ("author", "category", "year_from", "year_to"):
+    for name in ("author", "category", "year_from", "year_to", "collection"):
         value = getattr(explicit, name)
         if value:
             setattr(out, name, value)

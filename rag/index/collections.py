@@ -1,0 +1,264 @@
+"""Named collections of papers (a reading list, the papers of one review, a Zotero collection).
+
+Membership lives in Chroma beside the chunks, in a second Chroma collection (``<store collection>-sets``)
+holding one row per (collection, paper): so it works the same embedded and against a ``chroma run``
+server, survives re-ingest and ``ingest --rebuild`` (which drop and rewrite chunks, never this), and each
+write is an idempotent upsert or delete of whole rows: a run killed at any moment leaves every row either
+written or not, and re-running the command finishes the job. A collection exists while it has members;
+deleting one never touches the papers. Rows record where they came from (``source``): papers added by
+hand have none; a Zotero library's collections are tagged with the library's path, so a re-ingest of
+that library can remove from them what was removed in Zotero (:meth:`Collections.sync`) without touching
+collections filled by hand.
+
+Names are free text (spaces, quotes, accents, emoji), at most 200 characters; ``/`` separates the levels
+of a nested collection (``Parent/Child``), as Zotero collection paths are written.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import inspect
+import logging
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from rag.errors import InputError
+from rag.index.store import ChromaStore
+
+log = logging.getLogger(__name__)
+
+NAME = "set"  # metadata keys of a membership row
+PAPER = "paper_id"
+SOURCE = "source"
+MAX_NAME = 200
+_PAGE = 5000
+_VECTOR = [[1.0]]  # Chroma rows need a vector; membership rows are only ever read by metadata
+
+
+def check_name(raw: str) -> str:
+    """A collection name as stored: stripped, NFC; refused with the reason when unusable."""
+    name = unicodedata.normalize("NFC", (raw or "").strip())
+    if not name:
+        raise InputError("a collection name cannot be empty")
+    if len(name) > MAX_NAME:
+        raise InputError(f"collection name too long ({len(name)} characters, at most {MAX_NAME}): {name[:40]!r}…")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
+        raise InputError(f"collection name {name!r} contains control characters; use printable text")
+    if name.startswith("/") or name.endswith("/") or "//" in name:
+        raise InputError(f"collection name {name!r}: '/' separates nested collections (Parent/Child), so it "
+                         "cannot start or end the name or appear twice in a row")
+    return name
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _guarded(fn: F) -> F:
+    """As the store's own methods: reconnect first if the server was lost, and an unreachable server
+    becomes the store's ``UpstreamError`` naming host:port."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen(self: Collections, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            self.store._reconnect_if_lost()
+            try:
+                yield from fn(self, *args, **kwargs)
+            except Exception as e:
+                self.store._raise_lost(e)
+        return gen  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def call(self: Collections, *args: Any, **kwargs: Any) -> Any:
+        self.store._reconnect_if_lost()
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception as e:
+            self.store._raise_lost(e)
+    return call  # type: ignore[return-value]
+
+
+def _row_id(name: str, paper_id: str) -> str:
+    return f"{hashlib.sha1(name.encode()).hexdigest()[:20]}:{paper_id}"
+
+
+class Collections:
+    """The named collections of one store. Cheap to build; every call reads or writes Chroma directly, so
+    several processes (or hosts, in server mode) see each other's changes at once."""
+
+    def __init__(self, store: ChromaStore) -> None:
+        self.store = store
+        self._name = f"{store.settings.store.collection}-sets"
+        self._client: Any = None
+        self._col: Any = None
+
+    def _rows(self, create: bool = False) -> Any:
+        """The membership collection (None when it does not exist and ``create`` is false). Reopened when the
+        store reconnected to its server (a new client)."""
+        client = self.store.client
+        if self._col is None or self._client is not client:
+            self._col = None
+            try:
+                self._col = (client.get_or_create_collection(self._name, embedding_function=None,
+                                                              metadata={"paperchat": "collections"})
+                             if create else client.get_collection(self._name, embedding_function=None))
+            except Exception as e:
+                if create or not _missing(e):
+                    raise
+                return None
+            self._client = client
+        return self._col
+
+    def _iter(self, where: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        col = self._rows()
+        if col is None:
+            return
+        offset = 0
+        while True:
+            res = col.get(where=where, include=["metadatas"], limit=_PAGE, offset=offset)
+            yield from res["metadatas"]
+            if len(res["ids"]) < _PAGE:
+                return
+            offset += _PAGE
+
+    # ---- reads ---------------------------------------------------------------------------------------
+    @_guarded
+    def counts(self) -> dict[str, int]:
+        """Every collection with its number of papers, by name (case-insensitive order)."""
+        out: dict[str, int] = {}
+        for md in self._iter():
+            out[md[NAME]] = out.get(md[NAME], 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: (kv[0].casefold(), kv[0])))
+
+    def names(self) -> list[str]:
+        return list(self.counts())
+
+    @_guarded
+    def members(self, name: str) -> frozenset[str]:
+        """Paper ids of a collection; ``InputError`` naming the known ones when there is no such collection."""
+        name = check_name(name)
+        found = frozenset(md[PAPER] for md in self._iter({NAME: name}))
+        if not found:
+            raise self.unknown(name)
+        return found
+
+    @_guarded
+    def of_papers(self, paper_ids: Iterable[str]) -> dict[str, list[str]]:
+        """Paper id → the collections it belongs to (sorted), for the papers given that belong to any."""
+        ids = sorted(set(paper_ids))
+        out: dict[str, list[str]] = {}
+        for i in range(0, len(ids), 500):
+            for md in self._iter({PAPER: {"$in": ids[i:i + 500]}}):
+                out.setdefault(md[PAPER], []).append(md[NAME])
+        return {p: sorted(v, key=str.casefold) for p, v in out.items()}
+
+    @_guarded
+    def has_source(self, source: str) -> bool:
+        """Whether any membership came from ``source`` (a file whose collections are synced)."""
+        col = self._rows()
+        return col is not None and bool(col.get(where={SOURCE: source}, include=[], limit=1)["ids"])
+
+    def unknown(self, name: str) -> InputError:
+        known = self.names()
+        if not known:
+            return InputError(f"no collection named {name!r}: there are no collections yet; make one with "
+                              "`paperchat collection add NAME --search WORDS` (or --author, --category, --paper-id) "
+                              "or `paperchat ingest FILE --collection NAME`")
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) or [
+            k for k in known if k.casefold() == name.casefold()]
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        listed = ", ".join(repr(k) for k in known[:10]) + (" …" if len(known) > 10 else "")
+        return InputError(f"no collection named {name!r}{hint} (collections: {listed}; "
+                          "`paperchat collection list` shows them all)")
+
+    # ---- writes --------------------------------------------------------------------------------------
+    @_guarded
+    def add(self, name: str, paper_ids: Iterable[str], source: str = "") -> int:
+        """Put papers in a collection (made if new). Returns how many were not in it before."""
+        name = check_name(name)
+        ids = sorted(set(paper_ids))
+        if not ids:
+            return 0
+        col = self._rows(create=True)
+        before = self._present(name, ids)
+        step = max(1, self.store.max_batch)
+        for i in range(0, len(ids), step):
+            part = ids[i:i + step]
+            col.upsert(ids=[_row_id(name, p) for p in part], embeddings=_VECTOR * len(part),
+                       metadatas=[{NAME: name, PAPER: p, SOURCE: source} for p in part])
+        return len(ids) - len(before)
+
+    @_guarded
+    def remove(self, name: str, paper_ids: Iterable[str]) -> int:
+        """Take papers out of a collection (never out of the library). Returns how many were in it."""
+        name = check_name(name)
+        self.members(name)  # an unknown name is an error, not a silent no-op
+        ids = sorted(self._present(name, sorted(set(paper_ids))))
+        self._delete([_row_id(name, p) for p in ids])
+        return len(ids)
+
+    @_guarded
+    def delete(self, name: str) -> int:
+        """Delete a collection (its papers stay in the library). Returns how many papers it held."""
+        members = self.members(name)
+        self._delete([_row_id(check_name(name), p) for p in members])
+        return len(members)
+
+    @_guarded
+    def rename(self, old: str, new: str) -> int:
+        """Give a collection a new name (merging into ``new`` if that exists). The new rows are written before
+        the old ones are deleted, so a run killed in between leaves both names complete, never a half."""
+        old, new = check_name(old), check_name(new)
+        rows = list(self._iter({NAME: old}))
+        if not rows:
+            raise self.unknown(old)
+        if new == old:
+            return len(rows)
+        col = self._rows(create=True)
+        col.upsert(ids=[_row_id(new, md[PAPER]) for md in rows], embeddings=_VECTOR * len(rows),
+                   metadatas=[{NAME: new, PAPER: md[PAPER], SOURCE: md.get(SOURCE, "")} for md in rows])
+        self._delete([_row_id(old, md[PAPER]) for md in rows])
+        return len(rows)
+
+    @_guarded
+    def sync(self, source: str, wanted: Mapping[str, Iterable[str]]) -> dict[str, int]:
+        """Make the memberships that came from ``source`` exactly ``wanted`` (name → paper ids): add what is
+        new, remove what the source no longer has. Rows from other sources and hand-made ones stay."""
+        want = {(check_name(n), p) for n, ids in wanted.items() for p in ids}
+        have = {(md[NAME], md[PAPER]) for md in self._iter({SOURCE: source})} if source else set()
+        added = removed = 0
+        by_name: dict[str, list[str]] = {}
+        for n, p in sorted(want - have):
+            by_name.setdefault(n, []).append(p)
+        for n, ids in by_name.items():
+            added += self.add(n, ids, source=source)
+        gone = sorted(have - want)
+        self._delete([_row_id(n, p) for n, p in gone])
+        removed = len(gone)
+        if added or removed:
+            log.info("collections from %s: %d memberships added, %d removed", source, added, removed)
+        return {"added": added, "removed": removed}
+
+    def _present(self, name: str, ids: list[str]) -> set[str]:
+        col = self._rows()
+        if col is None or not ids:
+            return set()
+        out: set[str] = set()
+        for i in range(0, len(ids), 500):
+            res = col.get(ids=[_row_id(name, p) for p in ids[i:i + 500]], include=["metadatas"])
+            out.update(md[PAPER] for md in res["metadatas"])
+        return out
+
+    def _delete(self, row_ids: list[str]) -> None:
+        col = self._rows()
+        if col is None or not row_ids:
+            return
+        step = max(1, self.store.max_batch)
+        for i in range(0, len(row_ids), step):
+            col.delete(ids=row_ids[i:i + step])
+
+
+def _missing(e: Exception) -> bool:
+    """Chroma's "collection does not exist" (its exception class moved between versions)."""
+    return "does not exist" in str(e) or type(e).__name__ in ("NotFoundError", "InvalidCollectionException")
