@@ -4,13 +4,17 @@ Public API::
 
     detect_format(path) -> str                      # "listing", "arxiv-jsonl", "arxiv-atom", "bibtex",
                                                     # "csv", "json", "jsonl", "beir", "csl-json", "ris",
-                                                    # "medline" or "arxiv-oai"
+                                                    # "medline", "arxiv-oai" or "zotero"
     iter_records(path, *, fmt=None, mapping=None)   # streams Paper | RecordProblem
     load(path, *, fmt=None, mapping=None, strict=False) -> LoadResult
 
 A file that cannot be used at all raises one ``InputError`` (before any record where possible); a record
 that has to be skipped is a ``RecordProblem`` (``file:line: reason``), or an ``InputError`` with ``strict``.
 ``mapping`` ({field: column}) applies to csv, json and jsonl; see ``rag.ingest.loaders.tabular``.
+
+``FORMATS`` are the text formats, sniffed from their first 64 KB. A Zotero library (an SQLite file, or a
+Zotero data folder holding ``zotero.sqlite``; ``rag.ingest.loaders.zotero``) is recognised before them, by the
+file's first bytes, and is never read as text.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from rag.ingest.loaders.medline import MedlineLoader
 from rag.ingest.loaders.oai import ArxivOaiLoader
 from rag.ingest.loaders.ris import RisLoader
 from rag.ingest.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
+from rag.ingest.loaders.zotero import ZoteroLoader
 
 __all__ = ["FIELDS", "FORMATS", "LOADERS", "LoadResult", "RecordProblem", "detect_format", "iter_records", "load"]
 
@@ -46,11 +51,12 @@ LOADERS: dict[str, Loader] = {
                    ListingLoader())
 }
 FORMATS = tuple(LOADERS)
+ZOTERO = ZoteroLoader()  # binary: detected and read apart from the text formats
 _MAPPED = ("csv", "json", "jsonl")
 _SUPPORTED = ("listing (.txt), arxiv-jsonl (arXiv metadata snapshot), arxiv-atom (arXiv API feed), bibtex (.bib), "
               "csv, json, jsonl, beir (corpus.jsonl or its folder), csl-json (Zotero/Mendeley CSL-JSON), "
               "ris (.ris), medline (PubMed .nbib), "
-              "arxiv-oai (arXiv OAI-PMH harvest)")
+              "arxiv-oai (arXiv OAI-PMH harvest), zotero (zotero.sqlite or the Zotero data folder)")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -64,7 +70,12 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         if (p / CORPUS).is_file():
             return "beir"
-        raise InputError(f"is a directory, not a file (a BEIR dataset folder must contain {CORPUS})", where=str(p))
+        if ZOTERO.sniff(p, ""):
+            return ZOTERO.name
+        raise InputError(f"is a directory, not a file (a BEIR dataset folder must contain {CORPUS}; a Zotero data "
+                         "folder, zotero.sqlite)", where=str(p))
+    if ZOTERO.sniff(p, ""):  # an SQLite database: the Zotero loader says whether it is a Zotero library
+        return ZOTERO.name
     if p.name.lower() == "queries.jsonl" and (p.parent / CORPUS).is_file():
         raise InputError(f"is a BEIR queries file, not papers; load the folder or its {CORPUS}", where=str(p))
     head = head_text(check_file(p))
@@ -90,14 +101,20 @@ def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
     p = path_of(path)
     if fmt is None:
         fmt = detect_format(p)
-    elif fmt not in LOADERS:
-        raise InputError(f"unknown format {fmt!r}; supported formats: {', '.join(FORMATS)}", where=str(p))
+    elif fmt not in LOADERS and fmt != ZOTERO.name:
+        raise InputError(f"unknown format {fmt!r}; supported formats: {', '.join((*FORMATS, ZOTERO.name))}",
+                         where=str(p))
     if mapping is not None and not isinstance(mapping, dict):
         raise InputError("the column mapping must be a dict of field → column name", where=str(p))
     if mapping and fmt not in _MAPPED:
         raise InputError(f"a column mapping applies to csv, json and jsonl files, but this is {fmt}; "
                          f"pass fmt='jsonl' (or 'json'/'csv') to read it as plain records with the mapping",
                          where=str(p))
+    ctx = contextvars.copy_context()
+    if abstract_chars is not None:
+        ctx.run(ABSTRACT_CHARS.set, abstract_chars)
+    if fmt == ZOTERO.name:  # a database, checked by its loader (never as text)
+        return _guard(ctx, ctx.run(ZOTERO.iter_records, p, None), p)
     if fmt == "beir" and p.is_dir():
         if not (p / CORPUS).is_file():
             raise InputError(f"is a directory without {CORPUS}", where=str(p))
@@ -106,9 +123,6 @@ def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
         head = check_file(p)
     if fmt not in ("csv", "arxiv-atom"):  # CSV falls back to cp1252; Atom XML declares its own encoding
         require_utf8(p, head)
-    ctx = contextvars.copy_context()
-    if abstract_chars is not None:
-        ctx.run(ABSTRACT_CHARS.set, abstract_chars)
     loader = LOADERS[fmt]
     return _guard(ctx, ctx.run(loader.iter_records, p, mapping), p)
 
