@@ -14,6 +14,7 @@ from rag.config import Settings, get_settings
 from rag.errors import InputError, PaperchatError
 
 if TYPE_CHECKING:
+    from rag.ingest.loaders.base import RecordProblem
     from rag.ingest.pipeline import IngestReport
 
 log = logging.getLogger("paperchat")
@@ -69,6 +70,7 @@ def _sample() -> list[Path]:
 
 @command("ingest")
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from rag.ingest.report import collecting, counts
     from rag.runtime import Runtime
 
     paths = [*args.paths, *(_sample() if args.sample else [])]
@@ -78,13 +80,14 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.rebuild:
             rt.store.reset()
-        report = rt.ingestor(progress=not args.json).ingest(paths, fmt=args.format,
-                                                            mapping=parse_mapping(args.map), strict=args.strict)
+        with collecting() as noted:  # records kept with a caveat, summarised below
+            ingestor = rt.ingestor(progress=not args.json)
+            report = ingestor.ingest(paths, fmt=args.format, mapping=parse_mapping(args.map), strict=args.strict)
     finally:
         rt.close()
-    _report_skipped(report, args.report, settings)
+    _report_skipped(report, args.report, settings, list(noted))
     if args.json:
-        _print_json(report.as_dict())
+        _print_json(report.as_dict() | {"noted": len(noted), "noted_by_reason": counts(noted)})
     else:
         for err in report.file_errors:
             print(f"error: {err}", file=sys.stderr)
@@ -92,22 +95,25 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if report.failed else 0
 
 
-def _report_skipped(report: IngestReport, path: Path | None, settings: Settings) -> None:
-    """Write every skipped record to ``path`` (default: a new file under $PAPERCHAT_HOME/reports/ when any
-    was skipped) and print one stderr line per reason, so a library with hundreds of entries lacking an
+def _report_skipped(report: IngestReport, path: Path | None, settings: Settings,
+                    noted: list[RecordProblem] | None = None) -> None:
+    """Write every skipped record, and every record kept with a caveat (``noted``: an abstract cut to the
+    length limit, a BibTeX field given twice), to ``path`` (default: a new file under $PAPERCHAT_HOME/reports/
+    when there is any) and print one stderr line per reason, so a library with hundreds of entries lacking an
     abstract gives a handful of lines, not one warning each (those are shown with -v)."""
     from rag.ingest import report as skipped
 
-    if not report.skipped_records and path is None:
+    noted = noted or []
+    if not report.skipped_records and not noted and path is None:
         return
     wanted = path or skipped.default_path(settings.home)
     written: Path | None = None
     try:
-        written = skipped.write(report.skipped_records, wanted)
+        written = skipped.write(report.skipped_records, wanted, noted)
         report.report_path = str(written)
     except OSError as e:  # the papers are stored; a report that cannot be written is not worth failing the run
         print(f"paperchat: cannot write the report {wanted}: {e.strerror or e}", file=sys.stderr)
-    for line in skipped.summary_lines(report.skipped_records, written):
+    for line in skipped.summary_lines(report.skipped_records, written, noted):
         print(line, file=sys.stderr)
 
 

@@ -228,7 +228,7 @@ def test_one_megabyte_abstract_is_cut_with_a_warning(tmp_path: Path, fmt: str,
     assert len(text) <= DEFAULTS.abstract_chars and len(text) > DEFAULTS.abstract_chars - len(sentence) - 2
     assert text.endswith("periodic covariance. \u2026")  # cut at a sentence end
     line = papers[0].source_line
-    assert any(f"{f}:{line}: the abstract has" in r.getMessage() and "ABSTRACT_CHARS" in r.getMessage()
+    assert any(f"{f}:{line}: abstract cut to the" in r.getMessage() and "ABSTRACT_CHARS" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
     small = check_load(f, fmt=fmt, abstract_chars=5000)  # the configured limit applies
     assert isinstance(small, tuple) and len(small[0][0].abstract) <= 5000

@@ -153,7 +153,8 @@ def test_abstract_length(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog
     assert papers[1].abstract.endswith("word \u2026")  # else at a word end
     assert papers[2].abstract == ABSTRACT
     cut = [r.getMessage() for r in caplog.records if "ABSTRACT_CHARS" in r.getMessage()]
-    assert len(cut) == 2 and cut[0].startswith(f"{f}:1: the abstract has 3000 characters")
+    assert len(cut) == 2 and cut[0].startswith(f"{f}:1: abstract cut to the 1000-character limit")
+    assert "(3000 characters, now " in cut[0]
     text, was_cut = limits.cap_abstract("a" * 5000, 1000)  # no space at all: a hard cut
     assert was_cut and len(text) <= 1000
 

@@ -1,7 +1,9 @@
-"""Skipped records summarised: one line per reason with a count and a few ``file:line`` examples.
+"""Skipped and noted records summarised: one line per reason with a count and a few ``file:line`` examples.
 
-A library export can have hundreds of records without an abstract; one warning each buries everything else,
-so ingest groups its ``RecordProblem``s by reason, prints the groups, and writes the full list to a file.
+A library export can have hundreds of records without an abstract, or with an abstract cut to the length
+limit; one warning each buries everything else, so ingest groups the skipped records (``RecordProblem``s)
+and the records kept with a caveat (the loaders' notes, gathered by ``collecting``) by reason, prints the
+groups, and writes the full list to a file.
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from rag.ingest.loaders.base import RecordProblem
+from rag.ingest.loaders.base import NOTES, RecordProblem
 
 EXAMPLES = 3
 # The part of a reason that names the record (a quoted key or text, a count in brackets, a detail after ':')
@@ -44,15 +47,31 @@ def _where(p: RecordProblem) -> str:
     return f"{Path(p.file).name}:{p.line}"
 
 
-def summary_lines(problems: Iterable[RecordProblem], report: Path | None = None) -> list[str]:
-    """One line per reason: ``skipped 240 records: no abstract in entry (refs.bib:12, …; full list: FILE)``."""
+@contextmanager
+def collecting() -> Iterator[dict[RecordProblem, None]]:
+    """Gather the notes the loaders make in this block (records kept with a caveat) instead of logging a
+    warning for each; yields them, in the order made, as the keys of a dict."""
+    sink: dict[RecordProblem, None] = {}
+    token = NOTES.set(sink)
+    try:
+        yield sink
+    finally:
+        NOTES.reset(token)
+
+
+def summary_lines(problems: Iterable[RecordProblem], report: Path | None = None,
+                  noted: Iterable[RecordProblem] = ()) -> list[str]:
+    """One line per reason: ``skipped 240 records: no abstract in entry (refs.bib:12, …; full list: FILE)``,
+    then ``noted 12 records: abstract cut at a sentence end … (refs.bib:40, …)`` for the records kept with a
+    caveat."""
     lines = []
-    for reason, items in group(problems).items():
-        shown = ", ".join(_where(p) for p in items[:EXAMPLES])
-        more = ", …" if len(items) > EXAMPLES else ""
-        tail = f"; full list: {report}" if report else ""
-        noun = "record" if len(items) == 1 else "records"
-        lines.append(f"skipped {len(items)} {noun}: {reason} ({shown}{more}{tail})")
+    for verb, items_of in (("skipped", group(problems)), ("noted", group(noted))):
+        for reason, items in items_of.items():
+            shown = ", ".join(_where(p) for p in items[:EXAMPLES])
+            more = ", …" if len(items) > EXAMPLES else ""
+            tail = f"; full list: {report}" if report else ""
+            noun = "record" if len(items) == 1 else "records"
+            lines.append(f"{verb} {len(items)} {noun}: {reason} ({shown}{more}{tail})")
     return lines
 
 
@@ -61,14 +80,16 @@ def default_path(home: Path) -> Path:
     return home.expanduser() / "reports" / f"ingest-{time.strftime('%Y%m%d-%H%M%S')}.txt"
 
 
-def write(problems: list[RecordProblem], path: Path) -> Path:
-    """Write every skipped record (``file:line: reason``), grouped by reason, to ``path``; return it."""
+def write(problems: list[RecordProblem], path: Path, noted: Iterable[RecordProblem] = ()) -> Path:
+    """Write every skipped record, then every noted one (``file:line: reason``), grouped by reason, to
+    ``path``; return it."""
     path = path.expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     out = []
-    for reason, items in group(problems).items():
-        out.append(f"# {len(items)} skipped: {reason}")
-        out.extend(str(p) for p in items)
-        out.append("")
+    for verb, items_of in (("skipped", group(problems)), ("noted", group(noted))):
+        for reason, items in items_of.items():
+            out.append(f"# {len(items)} {verb}: {reason}")
+            out.extend(str(p) for p in items)
+            out.append("")
     path.write_text("\n".join(out), encoding="utf-8")
     return path

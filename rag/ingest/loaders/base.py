@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from rag.records import Paper
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,23 @@ class RecordProblem:
 
 
 Item = Paper | RecordProblem
+
+# Records kept with a caveat (an abstract cut to the length limit, a BibTeX field given twice) are noted, not
+# skipped. A caller that summarises them (``rag.ingest.report.collecting``) sets a collector here; the same
+# note twice (a strict run reads its file twice) is kept once.
+NOTES: ContextVar[dict[RecordProblem, None] | None] = ContextVar("record_notes", default=None)
+
+
+def note(path: Path, line: int, reason: str) -> None:
+    """Note that the record at ``path:line`` was kept with a caveat: into the collector when one is set (one
+    log line each only at INFO, i.e. with -v), else as a warning."""
+    item = RecordProblem(str(path), line, reason)
+    sink = NOTES.get()
+    if sink is None:
+        log.warning("%s", item)
+        return
+    sink[item] = None
+    log.info("noted %s", item)
 
 
 @dataclass

@@ -24,7 +24,7 @@ import bibtexparser
 from bibtexparser import model
 
 from rag.errors import InputError
-from rag.ingest.loaders.base import Item
+from rag.ingest.loaders.base import Item, RecordProblem, note
 from rag.ingest.loaders.common import make_paper, problem, read_text, split_authors, split_list
 
 log = logging.getLogger(__name__)
@@ -106,8 +106,12 @@ def _failed(path: Path, block: model.ParsingFailedBlock) -> Iterator[Item]:
         yield problem(path, line, f"duplicate citation key '{block.key}'; the first entry with it was kept")
         return
     if isinstance(block, model.DuplicateFieldKeyBlock) and isinstance(block.ignore_error_block, model.Entry):
-        log.warning("%s:%d: %s; the first value of each is used", path, line, block.error)
-        yield entry_paper(path, block.ignore_error_block)
+        item = entry_paper(path, block.ignore_error_block)
+        if not isinstance(item, RecordProblem):  # a skipped entry is reported for what skipped it
+            keys = ", ".join(sorted(block.duplicate_keys))
+            note(path, line, f"a field given twice in the entry, the first value used ({keys} in "
+                             f"'{block.ignore_error_block.key}')")
+        yield item
         return
     if isinstance(block, model.MiddlewareErrorBlock) and isinstance(block.ignore_error_block, model.Entry):
         yield entry_paper(path, block.ignore_error_block)

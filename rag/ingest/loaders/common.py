@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rag.errors import InputError
-from rag.ingest.loaders.base import RecordProblem
+from rag.ingest.loaders.base import RecordProblem, note
 from rag.ingest.loaders.fields import (  # noqa: F401  (re-exported: the loaders import field helpers from here)
     as_text,
     clean_name,
@@ -201,8 +201,8 @@ def make_paper(path: Path, line: int, *, abstract: Any, title: Any = None, autho
         raw = raw[:2 * limit]
     text, cut = cap_abstract(normalize_abstract(fix_latex(raw)), limit)
     if cut:
-        log.warning("%s:%d: the abstract has %d characters; cut to %d (PAPERCHAT_LIMITS__ABSTRACT_CHARS)",
-                    path, line, size, len(text))
+        note(path, line, f"abstract cut to the {limit}-character limit, PAPERCHAT_LIMITS__ABSTRACT_CHARS "
+                         f"({size} characters, now {len(text)})")
     if len(text) < MIN_ABSTRACT_CHARS:
         return problem(path, line, f"abstract too short ({len(text)} characters): {text!r}")
     arxiv = clean_arxiv_id(as_text(arxiv_id))
