@@ -87,7 +87,7 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     from evals.gate import THRESHOLDS, check, load_thresholds
     from evals.report import headline, load_report, split_table, write_report
     from evals.sets import SEED, expand_corpus, load_set, set_corpus
-    from rag.errors import InputError
+    from rag.errors import EmptyLibrary, InputError
     from rag.resources import sample_corpus
 
     if args.compare:
@@ -138,13 +138,17 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         from evals.throwaway import throwaway_runtime
 
         with throwaway_runtime(settings) as rt:
-            rt.ingestor().ingest(corpus)
+            ingested = rt.ingestor().ingest(corpus)
+            if rt.store.count_chunks() == 0:  # the throwaway store, not the user's library: say what went wrong
+                why = "; ".join(ingested.file_errors[:3]) or f"{ingested.skipped} record(s) skipped"
+                raise InputError(f"the eval corpus gave no paper to evaluate on ({why})")
             result = _run(rt, cases, mode, args.k, judge)
     else:
         rt = Runtime(settings)
         try:
             if rt.store.count_chunks() == 0:
-                raise InputError("the store is empty: ingest papers first, or pass --corpus FILE…")
+                raise EmptyLibrary(f"{EmptyLibrary()}, or pass --corpus FILE… to evaluate on a throwaway "
+                                   "store")
             result = _run(rt, cases, mode, args.k, judge)
         finally:
             rt.close()

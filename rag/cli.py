@@ -59,7 +59,7 @@ def _print_json(obj: Any) -> None:
 
 
 def _sample() -> list[Path]:
-    """The bundled sample corpus (``ingest --sample``, and ``chat`` on an empty store)."""
+    """The bundled sample corpus (``ingest --sample``)."""
     from rag.resources import sample_corpus
 
     files = sample_corpus()
@@ -232,16 +232,15 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str], str] = input) -> int:
     """A read–answer loop over one conversation: blank line or Ctrl-D quits, /new starts over."""
     from rag.answer import render_text
+    from rag.errors import EmptyLibrary
     from rag.qa.chain import AnswerChain, Conversation, resolve_mode
-    from rag.resources import sample_dir
     from rag.runtime import Runtime
 
     mode = resolve_mode(settings, args.mode)
     rt = Runtime(settings)
     try:
-        if rt.store.count_chunks() == 0:
-            print(f"The store is empty: ingesting the sample corpus from {sample_dir()} …", flush=True)
-            print(rt.ingestor().ingest(_sample()).summary())
+        if rt.store.count_chunks() == 0:  # as `ask` says it (`make chat` ingests the sample first)
+            raise EmptyLibrary(f"{EmptyLibrary()}, or `paperchat ingest --sample` for the bundled sample corpus")
         papers = len(rt.store.paper_ids())
         print(f"paperchat — {papers} papers, {mode} answers. Ask a question; /new starts over; an empty line quits.")
         conv = Conversation(AnswerChain(rt), k=args.k, mode=mode)
@@ -352,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="only these papers (repeatable)")
     ask.add_argument("--json", action="store_true", help="print one JSON object per turn, one per line")
 
-    chat = sub.add_parser("chat", help="an interactive conversation in the terminal (ingests the sample if empty)")
+    chat = sub.add_parser("chat", help="an interactive conversation in the terminal")
     chat.add_argument("--k", type=int, help="papers retrieved per answer (default: retrieval.k)")
     chat.add_argument("--mode", choices=["extractive", "llm"], help="answer mode (default: llm when configured)")
 

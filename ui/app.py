@@ -15,7 +15,7 @@ import gradio as gr
 
 from rag.answer import Answer
 from rag.config import Settings
-from rag.errors import InputError, PaperchatError
+from rag.errors import EmptyLibrary, InputError, PaperchatError
 from rag.index.catalog import PaperQuery, find_papers
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain, resolve_mode
@@ -96,6 +96,8 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
 
     def header() -> str:
         n = services.paper_count(runtime)
+        if not n:  # questions get the same message, as a notice in the chat
+            return f"# paperchat\n{EmptyLibrary()}, or add a file in the **Library** tab."
         return (f"# paperchat\nAsk questions about **{n} papers**; answers quote the abstracts and cite them "
                 f"— open a card on the right to read the evidence.")
 

@@ -144,6 +144,8 @@ def controls_from_filters(filters: dict[str, Any]) -> tuple[str | None, str, str
 
 # ---- corpus ------------------------------------------------------------------------------------------
 def _catalog(runtime: Runtime) -> FilterCatalog:
+    if not runtime.store.count_chunks():  # an empty store has no catalog file yet: nothing to list
+        return FilterCatalog.build([])
     return catalog_for(runtime.lexical, runtime.store)
 
 
