@@ -190,3 +190,39 @@ def test_names_are_checked() -> None:
     for bad in ("", "   ", "/x", "x/", "a//b", "x" * 201, "line\nbreak"):
         with pytest.raises(InputError):
             check_name(bad)
+
+
+def test_a_zotero_library_brings_its_collections_and_keeps_them_in_sync(make_runtime, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from rag.qa.chain import AnswerChain
+    from tests import zotero_fixture as zf
+
+    lib = zf.build(tmp_path / "Zotero" / "zotero.sqlite", 124)
+    rt = make_runtime()
+    ing = rt.ingestor(progress=False)
+    report = ing.ingest([lib])
+    want: dict[str, set[str]] = {}
+    for e in zf.expected(124).values():
+        for name in e.collections:
+            want.setdefault(name, set()).add(e.id)
+    sets = rt.collections()
+    assert sets.counts() == {n: len(v) for n, v in sorted(want.items(), key=lambda kv: kv[0].casefold())}
+    assert all(sets.members(n) == v for n, v in want.items())
+    assert report.collected == sum(len(v) for v in want.values())
+
+    answer = AnswerChain(rt).ask("In my Reading list collection, how are sea levels forecast?")
+    assert answer.filters.get("collection") == "Reading list"
+    assert answer.citations and {c.paper_id for c in answer.citations} <= want["Reading list"]
+
+    # In Zotero, the attention paper leaves "Reading list" (it stays in ML/NLP); a hand-made collection holds it too.
+    attention = zf.EXPECTED[2].id
+    sets.add("Mine", [attention])
+    moved = [replace(e, collections=[c for c in e.collections if c != 6]) if e.item_id == 2 else e
+             for e in zf.LIBRARY]
+    lib.unlink()
+    zf.build(lib, 124, moved)
+    again = ing.ingest([lib.parent])  # the data folder this time: the same library, the same source
+    assert again.added == 0 and again.updated == 0 and again.uncollected == 1
+    assert sets.members("Reading list") == want["Reading list"] - {attention}
+    assert attention in sets.members("ML/NLP") and sets.members("Mine") == {attention}

@@ -93,6 +93,9 @@ class Ingestor:
         self._ids: dict[str, tuple[str, str]] = {}  # paper id → (doi, arxiv id), within this run
         self._canon: dict[str, str] = {}  # id of a record skipped as a duplicate → id of the paper it duplicates
         self._placed: list[tuple[str, list[str]]] = []  # (stored paper id, collections named) of the current file
+        # the file the current one's records name as theirs (a Zotero data folder's zotero.sqlite), resolved:
+        # the key its collections are synced under, however the library was named on the command line
+        self._source = ""
         self.collections = Collections(store)
         self._bumped = False  # the generation was bumped before this run's first write
 
@@ -108,9 +111,9 @@ class Ingestor:
                 if strict:  # validate the whole file first so a bad record stores nothing from it
                     loaders.load(path, fmt=fmt, mapping=mapping, strict=True, abstract_chars=self.abstract_chars)
                 records = loaders.iter_records(path, fmt=fmt, mapping=mapping, abstract_chars=self.abstract_chars)
-                self._placed = []
+                self._placed, self._source = [], ""
                 self._ingest_items(path, records, report)
-                self._collect(report, collection, source=str(path.resolve()))
+                self._collect(report, collection, source=self._source or str(path.resolve()))
             except InputError as e:
                 report.failed += 1
                 report.file_errors.append(str(e))
@@ -139,7 +142,7 @@ class Ingestor:
         self._seen.clear()
         self._ids.clear()
         self._canon.clear()
-        self._placed = []
+        self._placed, self._source = [], ""
         self._bumped = False
 
     def _collect(self, report: IngestReport, collection: str | None, source: str | None) -> None:
@@ -233,6 +236,8 @@ class Ingestor:
 
     def _write_batch(self, batch: list[Paper], report: IngestReport) -> None:
         incoming = [(p.id, p.collections) for p in batch]
+        if batch and not self._source and batch[0].source_file:
+            self._source = str(Path(batch[0].source_file).resolve())
         batch = self._dedupe(batch, report)
         states = self.store.chunk_states([p.id for p in batch])
         to_write: list[tuple[Paper, str]] = []
