@@ -82,7 +82,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
             rt.store.reset()
         with collecting() as noted:  # records kept with a caveat, summarised below
             ingestor = rt.ingestor(progress=not args.json)
-            report = ingestor.ingest(paths, fmt=args.format, mapping=parse_mapping(args.map), strict=args.strict)
+            report = ingestor.ingest(paths, fmt=args.format, mapping=parse_mapping(args.map), strict=args.strict,
+                                     collection=args.collection)
     finally:
         rt.close()
     _report_skipped(report, args.report, settings, list(noted))
@@ -142,10 +143,10 @@ def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
 
     year_from, year_to = parse_year_range(args.year)
     query = PaperQuery(author=args.author, category=args.category, year_from=year_from, year_to=year_to,
-                       text=args.search)
+                       text=args.search, collection=args.collection)
     rt = Runtime(settings)
     try:
-        papers = find_papers(rt.read_store(), query, limit=args.limit)
+        papers = find_papers(rt.read_store(), _scoped(rt, query), limit=args.limit)
     finally:
         rt.close()
     if args.json:
@@ -156,6 +157,64 @@ def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
         extra = " · ".join(x for x in (str(p.year or ""), "; ".join(p.categories)) if x)
         print(f"{p.id}  {p.label}\n    {authors}" + (f"  [{extra}]" if extra else ""))
     print(f"{len(papers)} paper(s)", file=sys.stderr)
+    return 0
+
+
+def _scoped(rt: Any, query: Any) -> Any:
+    """The query with its collection's members as paper ids (unchanged without a collection)."""
+    from rag.index.catalog import scoped
+
+    return scoped(query, rt.collections().members(query.collection)) if query.collection else query
+
+
+@command("collection")
+def cmd_collection(args: argparse.Namespace, settings: Settings) -> int:
+    """Named sets of papers: list, add (papers matching a search), remove, rename, delete."""
+    from rag.index.catalog import PaperQuery, find_papers
+    from rag.runtime import Runtime
+
+    rt = Runtime(settings)
+    try:
+        sets = rt.collections()
+        if args.action == "list":
+            counts = sets.counts()
+            if args.json:
+                _print_json([{"name": name, "papers": c} for name, c in counts.items()])
+            else:
+                for name, c in counts.items():
+                    print(f"{c:>6}  {name}")
+                print(f"{len(counts)} collection(s)", file=sys.stderr)
+            return 0
+        if args.action == "rename":
+            n = sets.rename(args.name, args.new_name)
+            print(f"renamed {args.name!r} to {args.new_name!r} ({n} papers)")
+            return 0
+        if args.action == "delete":
+            n = sets.delete(args.name)
+            print(f"deleted the collection {args.name!r} ({n} papers; they stay in the library)")
+            return 0
+        year_from, year_to = parse_year_range(args.year)
+        query = PaperQuery(author=args.author, category=args.category, year_from=year_from, year_to=year_to,
+                           paper_ids=list(args.paper_id or []), text=args.search)
+        if query.is_empty() and not query.text:
+            raise InputError(f"collection {args.action}: say which papers: --search WORDS, --author, --category, "
+                             "--year or --paper-id (repeatable)")
+        found = [p.id for p in find_papers(rt.read_store(), query, limit=sys.maxsize)]
+        if args.paper_id:
+            missing = sorted(set(args.paper_id) - set(found))
+            if missing:
+                raise InputError(f"no stored paper with id {', '.join(map(repr, missing[:5]))} "
+                                 "(`paperchat papers --json` lists the ids); nothing changed")
+        if not found:
+            raise InputError("no stored paper matches; nothing changed (try `paperchat papers` with the same options)")
+        if args.action == "add":
+            n = sets.add(args.name, found)
+            print(f"{n} paper(s) added to {args.name!r} ({len(found) - n} already in it)")
+        else:
+            n = sets.remove(args.name, found)
+            print(f"{n} paper(s) removed from {args.name!r}")
+    finally:
+        rt.close()
     return 0
 
 
@@ -206,7 +265,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
     mode = resolve_mode(settings, args.mode)  # fails before any model is loaded
     filters = PaperQuery(author=args.author, category=args.category, year_from=year_from, year_to=year_to,
-                         paper_ids=list(args.paper_id or []))
+                         paper_ids=list(args.paper_id or []), collection=args.collection)
     rt = Runtime(settings)
     try:
         chain = AnswerChain(rt)
@@ -233,6 +292,7 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
     """A read–answer loop over one conversation: blank line or Ctrl-D quits, /new starts over."""
     from rag.answer import render_text
     from rag.errors import EmptyLibrary
+    from rag.index.catalog import PaperQuery
     from rag.qa.chain import AnswerChain, Conversation, resolve_mode
     from rag.runtime import Runtime
 
@@ -243,7 +303,10 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
             raise EmptyLibrary(f"{EmptyLibrary()}, or `paperchat ingest --sample` for the bundled sample corpus")
         papers = len(rt.store.paper_ids())
         print(f"paperchat — {papers} papers, {mode} answers. Ask a question; /new starts over; an empty line quits.")
-        conv = Conversation(AnswerChain(rt), k=args.k, mode=mode)
+        scope = PaperQuery(collection=args.collection) if args.collection else None
+        if scope:
+            rt.collections().members(scope.collection or "")  # an unknown name fails before the first question
+        conv = Conversation(AnswerChain(rt), k=args.k, filters=scope, mode=mode)
         while True:
             try:
                 question = read("\n> ").strip()
@@ -320,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--strict", action="store_true", help="any bad record aborts its file with nothing stored")
     ing.add_argument("--rebuild", action="store_true", help="drop the collection first (e.g. after changing model)")
     ing.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    ing.add_argument("--collection", metavar="NAME", help="also put every paper of these files in this collection")
     ing.add_argument("--report", type=Path, metavar="FILE",
                      help="write every skipped record (file:line: reason) to FILE (default: a file under "
                           "$PAPERCHAT_HOME/reports/ when any record was skipped)")
@@ -332,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--category", help="category, e.g. 'Reinforcement Learning'")
     pa.add_argument("--year", help="YEAR or FROM-TO")
     pa.add_argument("--search", help="words that must appear in the title, label or abstract")
+    pa.add_argument("--collection", metavar="NAME", help="only papers in this collection")
     pa.add_argument("--limit", type=int, default=100, help="at most this many papers")
     pa.add_argument("--json", action="store_true", help="print a JSON list")
 
@@ -349,11 +414,32 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--year", help="only papers from YEAR or FROM-TO")
     ask.add_argument("--paper-id", action="append", default=[], metavar="ID",
                      help="only these papers (repeatable)")
+    ask.add_argument("--collection", metavar="NAME", help="only papers in this collection")
     ask.add_argument("--json", action="store_true", help="print one JSON object per turn, one per line")
 
     chat = sub.add_parser("chat", help="an interactive conversation in the terminal")
     chat.add_argument("--k", type=int, help="papers retrieved per answer (default: retrieval.k)")
+    chat.add_argument("--collection", metavar="NAME", help="ask within this collection")
     chat.add_argument("--mode", choices=["extractive", "llm"], help="answer mode (default: llm when configured)")
+
+    col = sub.add_parser("collection", help="named sets of papers to ask within: list, add, remove, rename, delete")
+    col_sub = col.add_subparsers(dest="action", required=True)
+    col_list = col_sub.add_parser("list", help="every collection with its number of papers")
+    col_list.add_argument("--json", action="store_true", help='print [{"name": …, "papers": N}, …]')
+    for action, what in (("add", "put the matching papers in a collection (made if new)"),
+                         ("remove", "take the matching papers out of a collection (they stay in the library)")):
+        c = col_sub.add_parser(action, help=what)
+        c.add_argument("name", metavar="NAME", help="collection name (Parent/Child for a nested one)")
+        c.add_argument("--search", help="words that must all appear in the title, label or abstract")
+        c.add_argument("--author", help="papers by this author (name or last name)")
+        c.add_argument("--category", help="papers in this category")
+        c.add_argument("--year", help="YEAR or FROM-TO")
+        c.add_argument("--paper-id", action="append", default=[], metavar="ID", help="this paper (repeatable)")
+    ren = col_sub.add_parser("rename", help="give a collection a new name")
+    ren.add_argument("name", metavar="NAME")
+    ren.add_argument("new_name", metavar="NEW_NAME")
+    dele = col_sub.add_parser("delete", help="delete a collection (never its papers)")
+    dele.add_argument("name", metavar="NAME")
 
     srv = sub.add_parser("serve", help="the web app on 127.0.0.1:7860 (ingests the sample corpus into an empty store)")
     srv.add_argument("--host", help="bind address (default: ui.host, 127.0.0.1)")
