@@ -69,16 +69,18 @@ def _accent(m: re.Match[str]) -> str:
 
 
 # Tags that HTML exports leave in titles and abstracts (JATS from Crossref, <p> from publishers' feeds).
-# Only these names: a formula's "a<b>c" is no tag.
-_HTML_TAG = re.compile(r"</?(?:p|br|hr|i|b|u|em|strong|sup|sub|span|div|a|ul|ol|li|h[1-6]|inf|sc|scp|small|"
-                       r"title|abstract|sec|jats:[a-z\-]+|mml:[a-z]+)\b[^<>]*/?>", re.I)
+# Only these names: a formula's "a<b>c" is no tag. Inline tags go without a trace ("CO<sub>2</sub>" is "CO2"),
+# block tags leave a space between the words they separated.
+_INLINE_TAG = re.compile(r"</?(?:i|b|u|em|strong|sup|sub|span|a|inf|sc|scp|small|jats:(?:italic|bold|sup|sub|sc|"
+                         r"underline|monospace|inline-formula)|mml:[a-z]+)\b[^<>]*/?>", re.I)
+_HTML_TAG = re.compile(r"</?(?:p|br|hr|div|ul|ol|li|h[1-6]|title|abstract|sec|jats:[a-z\-]+)\b[^<>]*/?>", re.I)
 
 
 def strip_html(s: str) -> str:
     """HTML entities decoded (``&amp;`` ``&#xa0;`` ``&lt;p&gt;``) and tags removed."""
     if "&" in s:
         s = html.unescape(s)
-    return _HTML_TAG.sub(" ", s) if "<" in s else s
+    return _HTML_TAG.sub(" ", _INLINE_TAG.sub("", s)) if "<" in s else s
 
 
 # Text-mode characters that LaTeX reads as syntax (a comment, a table cell) but exports mean literally.
@@ -139,21 +141,29 @@ def latex_text(s: str) -> str:
     return strip_html(latex_to_unicode(s))
 
 
+_GROUP = re.compile(r"(\\[A-Za-z]+\s*)?\{([^{}$\\]+)\}")
+
+
 def unbrace(s: str) -> str:
     """BibTeX case-protection braces removed, nested ones too (``{{BERT}}``), outside ``$math$`` only: a
     formula's ``\\mathcal{O}`` keeps its group. An empty ``{}`` stays: "\\textendash{}" ends a command with it."""
     def strip(part: str) -> str:
         prev = None
-        while prev != part:
-            prev, part = part, re.sub(r"\{([^{}$\\]+)\}", r"\1", part)
+        while prev != part:  # a command's argument keeps its braces: "\emph{stable}" is no "\emphstable"
+            prev, part = part, _GROUP.sub(lambda m: m.group(0) if m.group(1) else m.group(2), part)
         return part
 
     pieces = _MATH.split(s)
     return "".join(f"${p}$" if i % 2 else strip(p) for i, p in enumerate(pieces))
 
 
+# Font commands of math mode whose argument reads the same as plain text: "\mathcal{O}(n)" → "O(n)".
+_MATH_FONTS = ("mathcal", "mathbb", "mathfrak", "mathscr", "operatorname", "mathnormal")
+
+
 def _math_to_text(inner: str) -> str:
-    s = _apply_cmd(inner, _PLAIN_CMDS + _EMPH_CMDS + _BOLD_CMDS, "")
+    s = _apply_cmd(inner, _PLAIN_CMDS + _EMPH_CMDS + _BOLD_CMDS + _MATH_FONTS, "")
+    s = re.sub(r"\\sqrt\s*\{([^{}]*)\}", r"√(\1)", s)
     s = _SYMBOL_RE.sub(lambda m: _SYMBOLS[m.group(0)], s)
     s = re.sub(r"\\(left|right|big|Big|bigg|Bigg)\b", "", s)
     s = re.sub(r"\\[a-zA-Z]+", lambda m: m.group(0)[1:], s)
@@ -161,11 +171,17 @@ def _math_to_text(inner: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
+# The commands simple math may use: those with a Unicode stand-in, and font commands around plain text.
+_TEXT_MATH_CMDS = frozenset(k[1:] for k in _SYMBOLS if k[1:].isalpha()) | frozenset(
+    _PLAIN_CMDS + _EMPH_CMDS + _BOLD_CMDS + ("left", "right"))
+
+
 def _display_math(m: re.Match[str]) -> str:
     inner = m.group(1).strip()
-    if _SIMPLE_MATH.match(inner) and "^" not in inner and "_" not in inner:
+    if (_SIMPLE_MATH.match(inner) and "^" not in inner and "_" not in inner
+            and all(c in _TEXT_MATH_CMDS for c in re.findall(r"\\([A-Za-z]+)", inner))):
         return _math_to_text(inner)
-    return f"${inner}$"
+    return f"${inner}$"  # a real formula ("\\mathcal{O}(n)", "\\sqrt{n}"): the UI renders it
 
 
 # A publisher's rights line closing an abstract: "© 2021 Elsevier B.V. All rights reserved.", "Copyright © 2019

@@ -50,6 +50,23 @@ def test_exported_abstracts_come_out_clean(raw: str, want: str) -> None:
     assert_clean(got)
 
 
+def test_formulas_with_commands_stay_formulas() -> None:
+    """Only math of numbers and symbols with a Unicode stand-in becomes text; "\\mathcal{O}" is no "mathcalO"."""
+    got = normalize_abstract(r"Bounds of order $\mathcal{O}(n \log n)$, a factor $\sqrt{n}$, cost $O(n \log n)$, "
+                             r"angle $\theta$, $5\%$ less.")
+    assert got == r"Bounds of order $\mathcal{O}(n \log n)$, a factor $\sqrt{n}$, cost O(n log n), angle θ, 5% less."
+
+
+def test_entities_in_a_name_list_do_not_split_names() -> None:
+    from rag.ingest.loaders.fields import split_authors, split_list
+    from rag.ingest.loaders.tabular import authors_of
+
+    assert authors_of("Silva, Maria Aparecida; Pereira, Jo&#227;o", full_names=True) == [
+        "Maria Aparecida Silva", "João Pereira"]
+    assert split_authors("Pereira, Jo&#227;o; M&uuml;ller, Hans") == ["João Pereira", "Hans Müller"]
+    assert split_list("Astronomy &amp; Astrophysics; Physics") == ["Astronomy & Astrophysics", "Physics"]
+
+
 def test_formulas_stay_math_for_the_ui() -> None:
     got = normalize_abstract(r"We bound $\|x\|_2^2 \leq \epsilon$ with \textit{no} loss \relax in rate.")
     assert r"$\|x\|_2^2 \leq \epsilon$" in got and "*no*" in got
@@ -78,6 +95,9 @@ def test_author_names_come_out_clean(raw: str, want: str) -> None:
     ("Heat &amp; Mass Transfer in <i>Thin</i> Films", "Heat & Mass Transfer in Thin Films"),
     (r"{BERT}: Pre-training of Deep {Transformers}", "BERT: Pre-training of Deep Transformers"),
     (r"{{The}} $\mathcal{O}(n)$ Bound", r"The $\mathcal{O}(n)$ Bound"),  # the formula keeps its group
+    (r"Bounds for \emph{stable} manifolds", "Bounds for stable manifolds"),  # the emphasised word stays
+    (r"A survey of {\emph{hyperbolic}} sets", "A survey of hyperbolic sets"),
+    ("<i>In vivo</i> uptake of CO<sub>2</sub>", "In vivo uptake of CO2"),  # inline tags leave no space
 ])
 def test_titles_come_out_clean(raw: str, want: str) -> None:
     assert clean_title(raw) == want

@@ -26,6 +26,7 @@ from rag.ingest.loaders.fields import (  # noqa: F401  (re-exported: the loaders
     parse_year,
     split_authors,
     split_list,
+    unescape_entities,
 )
 from rag.limits import DEFAULTS, cap_abstract
 from rag.records import Paper, assign_id, clean_arxiv_id, clean_doi

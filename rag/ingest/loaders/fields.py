@@ -6,6 +6,7 @@ whatever the source format.
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any
 
@@ -38,6 +39,15 @@ _ACCENTED_DOTLESS_I = re.compile(r"(\\['`^\"~=.])\s*(?:\{\\i\}|\\i(?![A-Za-z]) ?
 def fix_latex(s: str) -> str:
     """Work around LaTeX that ``rag.text`` misreads: an accent on a dotless i (``{\\'\\i}`` → ``\\'i``)."""
     return _ACCENTED_DOTLESS_I.sub(r"\1i", s) if "\\i" in s else s
+
+
+_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z][a-z0-9]*);", re.I)
+
+
+def unescape_entities(s: str) -> str:
+    """HTML entities decoded before a list is split on ";" (a WoS "Pereira, Jo&#227;o" is one name, not two,
+    "Astronomy &amp; Astrophysics" one category)."""
+    return html.unescape(s) if "&" in s and _ENTITY.search(s) else s
 
 
 def clean_title(raw: str | None) -> str | None:
@@ -128,7 +138,7 @@ def split_authors(value: Any, style: str = "plain") -> list[str]:
         return _dedupe(clean_name(n) for n in names)
     if not isinstance(value, str) or not value.strip():
         return []
-    s = fold(value)
+    s = fold(unescape_entities(value))
     if style == "bibtex":
         return _dedupe(clean_name(_flip(p)) for p in _split_top(s, _BIB_AND))
     if ";" in s:
@@ -147,7 +157,7 @@ def split_list(value: Any, seps: str = r"[;,]") -> list[str]:
     if isinstance(value, list):
         items = [as_text(v) or "" for v in value]
     elif isinstance(value, str):
-        items = re.split(seps, value)
+        items = re.split(seps, unescape_entities(value))
     else:
         return []
     return _dedupe(fold(latex_text(i)) for i in items)

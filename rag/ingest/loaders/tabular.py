@@ -33,6 +33,7 @@ from rag.ingest.loaders.common import (
     read_text,
     split_authors,
     split_list,
+    unescape_entities,
     utf8_problem,
 )
 
@@ -150,7 +151,7 @@ def authors_of(value: Any, full_names: bool = False) -> list[str]:
     """
     if not isinstance(value, str):
         return split_authors(value)
-    s = _AUTHOR_ID.sub("", value)
+    s = _AUTHOR_ID.sub("", unescape_entities(value))
     if full_names and s.strip() and ";" not in s:
         s += ";"
     sep = ";" if ";" in s else ","
