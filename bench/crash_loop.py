@@ -159,7 +159,7 @@ def _phase(lines: list[tuple[float, str]], total_batches: int | None, finished: 
     batches = sum("batch written" in text for _, text in lines)
     if finished:
         return "finished before the kill", batches
-    if any("lexical index rebuilt" in text for _, text in lines):
+    if any("lexical index rebuilt" in text or "lexical index updated" in text for _, text in lines):
         return "after the lexical sync (closing)", batches
     if total_batches and batches >= total_batches:
         return "final sync (generation bump / lexical index rebuild)", batches
@@ -225,7 +225,7 @@ def verify(home: Path, expected: dict[str, Any], markers: dict[str, list[str]], 
 
     from rag.analysis import analyze
     from rag.config import get_settings
-    from rag.index.lexical import LexicalIndex
+    from rag.index.lexical import LexicalIndex, saved_state
 
     settings = get_settings(home=home)
     problems: list[str] = []
@@ -297,22 +297,22 @@ def verify(home: Path, expected: dict[str, Any], markers: dict[str, list[str]], 
     if len(live) != 1:
         problems.append(f"expected one lexical index, found {[d.name for d in live]}")
     else:
-        manifest = json.loads((live[0] / "manifest.json").read_text())
+        saved_at, saved_ids = saved_state(live[0])
         state = (generation, count)
-        lexical = {"state": manifest.get("state"), "papers": len(manifest.get("paper_ids", []))}
-        if tuple(manifest.get("state", ())) != state:
-            problems.append(f"lexical index built at {manifest.get('state')}, store is at {list(state)}")
-        if manifest.get("paper_ids") != sorted(have_papers):
-            problems.append(f"lexical index lists {len(manifest.get('paper_ids', []))} papers, store has "
+        lexical = {"state": list(saved_at) if saved_at else None, "papers": len(saved_ids)}
+        if saved_at != state:
+            problems.append(f"lexical index built at {lexical['state']}, store is at {list(state)}")
+        if saved_ids != sorted(have_papers):
+            problems.append(f"lexical index lists {len(saved_ids)} papers, store has "
                             f"{len(have_papers)} (or different ids)")
         saved = LexicalIndex(live[0])
-        if not saved._load(tuple(manifest.get("state", ()))):
+        if saved_at is None or not saved._load(saved_at):
             problems.append("saved lexical index does not load")
         else:
             with tempfile.TemporaryDirectory() as tmp:
                 fresh = LexicalIndex(Path(tmp) / "fresh")
                 fresh._build([md for md in metas if md.get("chunk") == 0], state)
-                vocab_saved, vocab_fresh = set(saved._bm25.vocab_dict), set(fresh._bm25.vocab_dict)
+                vocab_saved, vocab_fresh = saved.vocabulary(), fresh.vocabulary()
                 if saved.paper_ids != fresh.paper_ids:
                     problems.append(f"lexical index has {len(saved.paper_ids)} documents, a fresh build from the "
                                     f"store {len(fresh.paper_ids)} (or other ids)")

@@ -164,14 +164,15 @@ def test_stop_words_are_bm25s_english_set() -> None:
     assert frozenset(STOPWORDS_EN) == STOPWORDS
 
 
-def test_bm25s_reads_the_saved_index_and_scores_alike(sample_rt) -> None:
-    """The index is built with numpy but saved in bm25s's layout: bm25s loads it, and its own scorer
-    gives the same scores (an oracle independent of our scoring code)."""
+def test_bm25s_reads_the_saved_index_and_scores_alike(sample_rt, tmp_path) -> None:
+    """The index's scores, exported in bm25s's layout: bm25s loads them, and its own scorer gives the same
+    scores (an oracle independent of our scoring code)."""
     import bm25s
 
     lex = sample_rt.lexical
     lex.sync(sample_rt.store)
-    bm = bm25s.BM25.load(str(lex.root / "bm25"))
+    lex.export_bm25s(tmp_path / "bm25")
+    bm = bm25s.BM25.load(str(tmp_path / "bm25"))
     assert bm.scores["indices"].max() < len(lex) and bm.vocab_dict
     for q in ["energy loss reward hacking PPO", "federated learning heterogeneous clients", "weather forecast"]:
         toks = [t for t in dict.fromkeys(analyze(q)) if t in bm.vocab_dict]

@@ -1,10 +1,16 @@
 """The names a question can filter by (authors, categories) and which papers carry them, in SQLite.
 
-Written beside the BM25 index each time it is rebuilt (``catalog.sqlite``) and opened read-only by
-every process that answers. A question looks up only its own words (a few indexed queries), so a
-cold process over 100k papers and 130k distinct authors does not load every name before its first
-answer, and memory does not grow with the number of authors. Tests and small callers build the same
-catalog in memory with :meth:`FilterCatalog.build`.
+Kept beside the BM25 index (``catalog.sqlite``, which also holds the index's manifest) and opened
+read-only by every process that answers. A question looks up only its own words (a few indexed
+queries), so a cold process over 100k papers and 130k distinct authors does not load every name
+before its first answer, and memory does not grow with the number of authors.
+
+The catalog follows the store by increments: :func:`add` and :func:`remove` change the rows of the
+papers given, and :func:`refresh` recomputes what depends on them (display spellings, counts), so an
+ingest of 100 papers costs 100 papers' worth of SQL, inside the same transaction that commits the
+lexical index's manifest. Display spellings are those of the first paper (by id, then author order)
+that carries the name, whatever the order papers arrived in, so an updated catalog equals one built
+from scratch. Tests and small callers build the same catalog in memory with :meth:`FilterCatalog.build`.
 """
 
 from __future__ import annotations
@@ -21,20 +27,28 @@ from rag.analysis import TOKEN, analyze, fold
 from rag.errors import PaperchatError
 from rag.records import StoredPaper
 
-_SCHEMA = """
-CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
-CREATE TABLE author(toks TEXT PRIMARY KEY, first TEXT NOT NULL, n INTEGER NOT NULL, display TEXT NOT NULL);
-CREATE TABLE surname(tok TEXT PRIMARY KEY, display TEXT NOT NULL);
-CREATE TABLE category(toks TEXT PRIMARY KEY, display TEXT NOT NULL);
-CREATE TABLE paper_author(toks TEXT NOT NULL, last TEXT NOT NULL, pid TEXT NOT NULL);
-CREATE TABLE paper_category(display TEXT NOT NULL, pid TEXT NOT NULL);
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS paper(pid TEXT PRIMARY KEY, year INTEGER);
+CREATE TABLE IF NOT EXISTS paper_author(pid TEXT NOT NULL, ord INTEGER NOT NULL, name TEXT NOT NULL,
+                                        toks TEXT NOT NULL, last TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS paper_category(pid TEXT NOT NULL, ord INTEGER NOT NULL, name TEXT NOT NULL,
+                                          toks TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS author(toks TEXT PRIMARY KEY, first TEXT NOT NULL, n INTEGER NOT NULL,
+                                  display TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS surname(tok TEXT PRIMARY KEY, display TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS category(toks TEXT PRIMARY KEY, display TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS author_first ON author(first, n);
+CREATE INDEX IF NOT EXISTS category_display ON category(display);
+CREATE INDEX IF NOT EXISTS paper_author_toks ON paper_author(toks, pid, ord);
+CREATE INDEX IF NOT EXISTS paper_author_last ON paper_author(last, pid, ord);
+CREATE INDEX IF NOT EXISTS paper_author_pid ON paper_author(pid);
+CREATE INDEX IF NOT EXISTS paper_author_name ON paper_author(name);
+CREATE INDEX IF NOT EXISTS paper_category_toks ON paper_category(toks, pid, ord);
+CREATE INDEX IF NOT EXISTS paper_category_pid ON paper_category(pid);
 """
-_INDEXES = """
-CREATE INDEX author_first ON author(first, n);
-CREATE INDEX paper_author_toks ON paper_author(toks);
-CREATE INDEX paper_author_last ON paper_author(last);
-CREATE INDEX paper_category_display ON paper_category(display);
-"""
+
+PaperNames = tuple[str, Any, Iterable[str], Iterable[str]]  # (paper id, year, authors, categories)
 
 
 class CatalogUnreadable(PaperchatError):
@@ -61,72 +75,136 @@ def _key(toks: tuple[str, ...]) -> str:
     return " ".join(toks)  # tokens are runs of word characters: a space never occurs inside one
 
 
-def write(con: sqlite3.Connection, papers: Iterable[tuple[str, Any, Iterable[str], Iterable[str]]]) -> None:
-    """Fill an empty database from (paper id, year, authors, categories) rows, streamed."""
-    con.executescript(_SCHEMA)
-    authors: dict[tuple[str, ...], str] = {}
-    surnames: dict[str, str] = {}
-    cats: dict[tuple[str, ...], str] = {}
-    raw_authors: set[str] = set()
-    raw_cats: set[str] = set()
-    counts: dict[str, int] = {}
-    has_years = False
-    pa: list[tuple[str, str, str]] = []
-    pc: list[tuple[str, str]] = []
+def _year(year: Any) -> int | None:
+    return year if isinstance(year, int) and not isinstance(year, bool) else None
+
+
+class Changed:
+    """The author, surname and category keys whose display rows must be recomputed after an add or remove."""
+
+    def __init__(self) -> None:
+        self.authors: set[str] = set()
+        self.surnames: set[str] = set()
+        self.categories: set[str] = set()
+
+
+def add(con: sqlite3.Connection, papers: Iterable[PaperNames], changed: Changed | None) -> None:
+    """Insert the rows of ``papers`` (none of which may be in the catalog yet), streamed; the keys they touch
+    are added to ``changed`` (None: a full build, which refreshes every key afterwards)."""
+    pa: list[tuple[str, int, str, str, str]] = []
+    pc: list[tuple[str, int, str, str]] = []
+    pp: list[tuple[str, int | None]] = []
 
     def flush() -> None:
-        con.executemany("INSERT INTO paper_author VALUES (?, ?, ?)", pa)
-        con.executemany("INSERT INTO paper_category VALUES (?, ?)", pc)
+        con.executemany("INSERT INTO paper VALUES (?, ?)", pp)
+        con.executemany("INSERT INTO paper_author VALUES (?, ?, ?, ?, ?)", pa)
+        con.executemany("INSERT INTO paper_category VALUES (?, ?, ?, ?)", pc)
+        pp.clear()
         pa.clear()
         pc.clear()
 
     for pid, year, names, categories in papers:
         pid = str(pid)
-        has_years = has_years or bool(year)
-        for a in dict.fromkeys(names or ()):
-            raw_authors.add(a)
+        pp.append((pid, _year(year)))
+        for i, a in enumerate(dict.fromkeys(names or ())):
             toks = name_tokens(a)
-            if not toks:
-                continue
-            authors.setdefault(toks, a)  # first-seen spelling is the display form
-            if len(toks) > 1 and len(toks[-1]) > 1:
-                surnames.setdefault(toks[-1], a.split()[-1] if a.split() else toks[-1])
-            pa.append((_key(toks), toks[-1], pid))
-        shown: set[str] = set()
-        for c in dict.fromkeys(categories or ()):
+            pa.append((pid, i, a, _key(toks), toks[-1] if toks else ""))
+            if changed is not None and toks:
+                changed.authors.add(_key(toks))
+                changed.surnames.add(toks[-1])
+        for i, c in enumerate(dict.fromkeys(categories or ())):
             if not (c and c.strip()):
                 continue
-            raw_cats.add(c)
             toks = category_tokens(c)
-            if toks:
-                shown.add(cats.setdefault(toks, c))
-        for d in shown:
-            pc.append((d, pid))
-            counts[d] = counts.get(d, 0) + 1
+            pc.append((pid, i, c, _key(toks)))
+            if changed is not None and toks:
+                changed.categories.add(_key(toks))
         if len(pa) > 50_000:
             flush()
     flush()
+
+
+def remove(con: sqlite3.Connection, pids: Iterable[str], changed: Changed) -> None:
+    """Delete the rows of these papers; the keys they carried are added to ``changed``."""
+    ids = list(dict.fromkeys(pids))
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        marks = ",".join("?" * len(part))
+        for toks, last in con.execute(f"SELECT toks, last FROM paper_author WHERE pid IN ({marks})", part):
+            if toks:
+                changed.authors.add(toks)
+                changed.surnames.add(last)
+        changed.categories.update(t for (t,) in con.execute(
+            f"SELECT toks FROM paper_category WHERE pid IN ({marks})", part) if t)
+        for table in ("paper", "paper_author", "paper_category"):
+            con.execute(f"DELETE FROM {table} WHERE pid IN ({marks})", part)
+
+
+def _first(con: sqlite3.Connection, table: str, key: str, keys: set[str] | None,
+           where: str = "") -> list[tuple[str, str]]:
+    """(key, name) of the first row by (paper id, position) for each key of ``table`` (every key when None)."""
+    cond = f"{key} != ''" + (f" AND {where}" if where else "")
+    if keys is not None:
+        con.execute("CREATE TEMP TABLE IF NOT EXISTS wanted(k TEXT PRIMARY KEY)")
+        con.execute("DELETE FROM temp.wanted")
+        con.executemany("INSERT OR IGNORE INTO temp.wanted VALUES (?)", ((k,) for k in keys))
+        cond += f" AND {key} IN (SELECT k FROM temp.wanted)"
+    return con.execute(f"SELECT k, name FROM (SELECT {key} AS k, name, ROW_NUMBER() OVER "
+                       f"(PARTITION BY {key} ORDER BY pid, ord) AS r FROM {table} WHERE {cond}) WHERE r = 1").fetchall()
+
+
+def refresh(con: sqlite3.Connection, changed: Changed | None) -> None:
+    """Recompute the display rows of the changed keys (every key when None) and the summary in ``meta``."""
+    sets: tuple[set[str] | None, ...] = (None, None, None) if changed is None else (
+        changed.authors, changed.surnames, changed.categories)
+    for table, col, keys in (("author", "toks", sets[0]), ("surname", "tok", sets[1]), ("category", "toks", sets[2])):
+        if keys is None:
+            con.execute(f"DELETE FROM {table}")
+        else:
+            con.executemany(f"DELETE FROM {table} WHERE {col} = ?", ((k,) for k in keys))
+    rows = _first(con, "paper_author", "toks", sets[0])
     con.executemany("INSERT INTO author VALUES (?, ?, ?, ?)",
-                    ((_key(t), t[0], len(t), d) for t, d in authors.items()))
-    con.executemany("INSERT INTO surname VALUES (?, ?)", surnames.items())
-    con.executemany("INSERT INTO category VALUES (?, ?)", ((_key(t), d) for t, d in cats.items()))
-    meta = {"has_years": has_years, "n_authors": len(raw_authors),
-            "category_names": sorted(raw_cats, key=str.casefold),
-            "category_counts": sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
-    con.executemany("INSERT INTO meta VALUES (?, ?)", ((k, json.dumps(v)) for k, v in meta.items()))
-    con.executescript(_INDEXES)
+                    ((t, t.split(" ")[0], t.count(" ") + 1, name) for t, name in rows))
+    # a surname: the last word of a multi-word name whose last token is longer than an initial
+    rows = _first(con, "paper_author", "last", sets[1], "instr(toks, ' ') > 0 AND length(last) > 1")
+    con.executemany("INSERT INTO surname VALUES (?, ?)",
+                    ((last, name.split()[-1] if name.split() else last) for last, name in rows))
+    con.executemany("INSERT INTO category VALUES (?, ?)", _first(con, "paper_category", "toks", sets[2]))
+    counts = con.execute("SELECT c.display, COUNT(DISTINCT pc.pid) FROM paper_category pc JOIN category c "
+                         "ON c.toks = pc.toks GROUP BY pc.toks").fetchall()
+    meta = {
+        "has_years": bool(con.execute("SELECT EXISTS(SELECT 1 FROM paper WHERE year)").fetchone()[0]),
+        "n_authors": int(con.execute("SELECT COUNT(DISTINCT name) FROM paper_author").fetchone()[0]),
+        "category_names": sorted((n for (n,) in con.execute("SELECT DISTINCT name FROM paper_category")),
+                                 key=lambda n: (n.casefold(), n)),
+        "category_counts": sorted(((d, int(c)) for d, c in counts), key=lambda kv: (-kv[1], kv[0])),
+    }
+    con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", ((k, json.dumps(v)) for k, v in meta.items()))
+
+
+def write(con: sqlite3.Connection, papers: Iterable[PaperNames]) -> None:
+    """Fill an empty database from (paper id, year, authors, categories) rows, streamed, and commit."""
+    con.executescript(SCHEMA)
+    add(con, papers, None)
+    refresh(con, None)
     con.commit()
 
 
-def write_file(path: Path, papers: Iterable[tuple[str, Any, Iterable[str], Iterable[str]]]) -> None:
-    path.unlink(missing_ok=True)
-    con = sqlite3.connect(path)
-    try:
-        con.execute("PRAGMA journal_mode=OFF")  # written once into a fresh folder that is swapped in whole
-        con.execute("PRAGMA synchronous=OFF")
-        write(con, papers)
-    finally:
-        con.close()
+def update(con: sqlite3.Connection, removed: Iterable[str], added: Iterable[PaperNames]) -> None:
+    """Remove then add papers and refresh what they touched, inside the caller's transaction (no commit)."""
+    changed = Changed()
+    remove(con, removed, changed)
+    add(con, added, changed)
+    refresh(con, changed)
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A writable connection (WAL: readers in other connections see the last commit while one is written)."""
+    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA synchronous=NORMAL")
+    con.executescript(SCHEMA)
+    return con
 
 
 class FilterCatalog:
@@ -177,7 +255,7 @@ class FilterCatalog:
     def names_from(self, word: str) -> tuple[tuple[tuple[str, ...], str], ...]:
         """Multi-word author names starting with ``word`` (folded), longest first, with their display form."""
         return tuple((tuple(t.split(" ")), d) for t, d in
-                     self._rows("SELECT toks, display FROM author WHERE first = ? AND n > 1 ORDER BY n DESC, rowid",
+                     self._rows("SELECT toks, display FROM author WHERE first = ? AND n > 1 ORDER BY n DESC, toks",
                                 (word,)))
 
     def surname(self, word: str) -> str | None:
@@ -198,7 +276,9 @@ class FilterCatalog:
 
     def papers_in(self, category: str) -> frozenset[str]:
         """Paper ids of a category (display form as in :attr:`categories`)."""
-        return frozenset(p for (p,) in self._rows("SELECT pid FROM paper_category WHERE display = ?", (category,)))
+        return frozenset(p for (p,) in self._rows(
+            "SELECT pc.pid FROM category c JOIN paper_category pc ON pc.toks = c.toks WHERE c.display = ?",
+            (category,)))
 
     # ---- whole-collection views (the library page, tests)
     def category_counts(self) -> dict[str, int]:
@@ -215,7 +295,7 @@ class FilterCatalog:
     @cached_property
     def category_papers(self) -> dict[str, frozenset[str]]:
         """Display category → paper ids."""
-        return self._grouped("SELECT display, pid FROM paper_category")
+        return self._grouped("SELECT c.display, pc.pid FROM paper_category pc JOIN category c ON c.toks = pc.toks")
 
     @cached_property
     def author_papers(self) -> dict[str, frozenset[str]]:

@@ -1,100 +1,66 @@
-"""BM25 over whole papers (Lucene variant, Snowball-stemmed), persisted beside the store and kept in sync.
+"""BM25 over whole papers (Lucene variant, Snowball-stemmed), persisted beside the store and kept in sync
+by increments: the cost of following an ingest is that of the papers it changed, not of the library.
 
-The index is derived data: it is rebuilt from the store's papers whenever the store's generation
-(bumped by every ingest that changed something) or paper count differs from the one it was built
-at, so a crash, another process's ingest or a Chroma server shared by many clients can never leave
-it silently stale.
+The index is a list of immutable segments (``rag.index.segments``: postings with raw term frequencies,
+lengths, filter fields, forward index) plus tombstones for the papers deleted or replaced since a
+segment was written. BM25's global statistics (document count, document frequencies, average length)
+are recomputed from the segments' own counts minus the tombstoned docs whenever the set changes, and
+scores are computed at query time, so a paper's score is exactly what a from-scratch build over the
+same papers gives.
 
-A rebuild streams the store's paper rows page by page and keeps each paper's terms only as int32
-term ids (not lists of strings), so its memory grows by a few hundred bytes per paper. The analysed
-term ids are saved with the index, keyed by paper id and content hash, so the next rebuild (after
-an ingest added or changed a few papers) re-analyses only those and recomputes the BM25 matrix
-from the saved ids.
+Following the store: its (generation, chunk count) is the cheap "did anything change" check; when it
+differs, the index lists the store's paper versions from chunk ids alone (``rag.index.store_versions``),
+diffs them against its own, reads and analyses only the added or changed papers into a new segment,
+tombstones the replaced and deleted ones, and updates the question-filter catalog
+(``rag.index.filter_catalog``) for the same papers. Small segments are merged when there are many, and
+everything is merged into one when the changes reach a quarter of the base (no text analysed again: a
+merge reads the forward indexes).
+
+Crash safety: segments and vocabulary files are written whole (temporary name, synced, renamed) before
+they are referenced; the manifest (segment list, vocabulary files, tombstones, the store state it
+matches) lives in the catalog's SQLite file and is committed in the same transaction as the catalog's
+rows, so a kill at any moment leaves either the previous index or the new one. Files no manifest names
+are swept on the next write. An index that cannot be read (torn file, other format) is rebuilt from the
+store in a fresh folder swapped in whole: the fallback. One process writes at a time (a lock file
+beside the index); others reload what it committed.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
+import os
 import shutil
+import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from rag.analysis import analyze
 from rag.index import filter_catalog
 from rag.index.rows import FIRST_CHUNK, filter_fields, read_paper
+from rag.index.segments import NO_YEAR, Doc, Segment, write_json, year_of
 from rag.index.store import ChromaStore
+from rag.index.store_versions import first_rows, stored_versions
 from rag.records import StoredPaper
 from rag.text import plain_text
 
 log = logging.getLogger(__name__)
 
 TITLE_WEIGHT = 2  # the title is repeated: a term in the title says more than one in the abstract
-
-
-class _Scores:
-    """Lucene-variant BM25 scores as a CSC matrix: column t lists the papers that contain term t and their
-    scores. Built with numpy from the papers' term ids; saved in bm25s's file layout (``bm25s.BM25.load``
-    reads it, and a test checks it scores alike) and loaded with numpy alone, so a process that only
-    answers never imports bm25s and scipy (0.35 s of `import bm25s`, timed under load)."""
-
-    def __init__(self, vocab_dict: dict[str, int], data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
-                 n_docs: int, k1: float, b: float) -> None:
-        self.vocab_dict, self.n_docs, self.k1, self.b = vocab_dict, n_docs, k1, b
-        self.scores = {"data": data, "indices": indices, "indptr": indptr}
-
-    @staticmethod
-    def build(flat: np.ndarray, offsets: np.ndarray, vocab: list[str], k1: float, b: float) -> _Scores:
-        """``flat``: every paper's term ids (0..len(vocab)-1) one after another; ``offsets``: where each paper
-        starts (n + 1 entries). score(t, d) = idf(t) · tf / (tf + k1 · (1 − b + b · |d| / avgdl)), with
-        idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)), as Lucene and bm25s's "lucene" method compute it.
-        Memory: a few int64 arrays as long as ``flat``, transient (bm25s's indexer, used before, counted
-        terms in Python dicts per paper: its rebuild process peaked at 1.77 GB on 100k papers)."""
-        n, v = len(offsets) - 1, len(vocab)
-        counts = np.diff(offsets)
-        lengths = counts.astype(np.float64)
-        key = flat.astype(np.int64) * n  # (term, paper) pairs as one sortable int: term-major = CSC order
-        key += np.repeat(np.arange(n, dtype=np.int64), counts)
-        key.sort()
-        starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]]))
-        tf = np.diff(np.append(starts, len(key))).astype(np.float64)
-        pairs = key[starts]
-        del key, starts
-        term = pairs // n
-        paper = (pairs - term * n).astype(np.int32)
-        del pairs
-        df = np.bincount(term, minlength=v)
-        idf = np.log1p((n - df + 0.5) / (df + 0.5))
-        norm = k1 * (1 - b + b * lengths / lengths.mean())
-        data = (idf[term] * tf / (tf + norm[paper])).astype(np.float32)
-        indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
-        return _Scores({w: i for i, w in enumerate(vocab)}, data, paper, indptr, n, k1, b)
-
-    def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        params = {"k1": self.k1, "b": self.b, "delta": 0.5, "method": "lucene", "idf_method": "lucene",
-                  "dtype": "float32", "int_dtype": "int32", "num_docs": self.n_docs, "version": "paperchat",
-                  "backend": "numpy"}
-        (folder / "params.index.json").write_text(json.dumps(params, indent=1))
-        (folder / "vocab.index.json").write_text(json.dumps(self.vocab_dict, ensure_ascii=False), encoding="utf-8")
-        for name, arr in self.scores.items():
-            np.save(folder / f"{name}.csc.index.npy", arr, allow_pickle=False)
-
-    @staticmethod
-    def load(folder: Path) -> _Scores:
-        params = json.loads((folder / "params.index.json").read_text())
-        if params.get("method") != "lucene":
-            raise ValueError(f"unexpected BM25 variant {params.get('method')!r}")
-        vocab = json.loads((folder / "vocab.index.json").read_text(encoding="utf-8"))
-        data, indices, indptr = (np.load(folder / f"{name}.csc.index.npy", allow_pickle=False)
-                                 for name in ("data", "indices", "indptr"))
-        return _Scores(vocab, data, indices, indptr, int(params["num_docs"]), float(params["k1"]), float(params["b"]))
+FORMAT = 2  # the on-disk layout; an index saved in another is rebuilt
+CATALOG_FILE = "catalog.sqlite"
+MAX_SMALL_SEGMENTS = 8  # more small segments than this: they are merged into one
+MERGE_ALL_FRACTION = 0.25  # small segments' docs + tombstones past this share of the base: one segment again
+_NO_YEAR = NO_YEAR
 
 
 def paper_text(paper: StoredPaper) -> str:
@@ -105,89 +71,95 @@ def paper_text(paper: StoredPaper) -> str:
     return " ".join(p for p in parts if p)
 
 
-_NO_YEAR = np.iinfo(np.int32).min
-CATALOG_FILE = "catalog.sqlite"
+class _Vocabulary:
+    """Term → global id; ids only grow between full merges. Saved as append-only JSON files of new terms."""
+
+    def __init__(self) -> None:
+        self.terms: list[str] = []
+        self.ids: dict[str, int] = {}
+
+    def copy(self) -> _Vocabulary:
+        out = _Vocabulary()
+        out.terms, out.ids = list(self.terms), dict(self.ids)
+        return out
+
+    def extend(self, terms: Iterable[str]) -> None:
+        for t in terms:
+            self.ids[t] = len(self.terms)
+            self.terms.append(t)
+
+    def encode(self, words: list[str], new: list[str]) -> np.ndarray:
+        """Ids of ``words``, adding unknown ones (also appended to ``new``)."""
+        out = np.empty(len(words), dtype=np.int32)
+        for i, w in enumerate(words):
+            tid = self.ids.get(w)
+            if tid is None:
+                tid = self.ids[w] = len(self.terms)
+                self.terms.append(w)
+                new.append(w)
+            out[i] = tid
+        return out
 
 
-class _Postings(Mapping[str, np.ndarray]):
-    """Key → positions, as saved (sorted keys, offsets, one positions array): looked up by key without
-    making one array per key up front (loading the fields of 100k papers, 128k author keys: 0.21 → 0.09 s)."""
+class _View:
+    """The loaded index: segments, tombstones and the statistics and position maps derived from them.
 
-    def __init__(self, keys: list[str], offsets: np.ndarray, pos: np.ndarray) -> None:
-        self._keys, self._off, self._pos = keys, offsets, pos
-        self._index: dict[str, int] = dict(zip(keys, range(len(keys))))
+    Positions (what ``term_scores`` indexes, what filters return) number the live papers sorted by id;
+    slots number every doc of every segment, tombstoned ones included."""
 
-    def __getitem__(self, key: str) -> np.ndarray:
-        i = self._index[key]
-        return self._pos[self._off[i]:self._off[i + 1]]
+    def __init__(self, segments: list[Segment], deleted: dict[str, set[int]], vocab: _Vocabulary,
+                 k1: float, b: float) -> None:
+        self.segments, self.deleted, self.vocab, self.k1, self.b = segments, deleted, vocab, k1, b
+        self.offsets = np.cumsum([0] + [s.n for s in segments]).astype(np.int64)
+        n_slots = int(self.offsets[-1])
+        live = np.ones(n_slots, dtype=bool)
+        for i, seg in enumerate(segments):
+            gone = deleted.get(seg.name)
+            if gone:
+                live[self.offsets[i] + np.fromiter(gone, dtype=np.int64, count=len(gone))] = False
+        slot_pids = [p for s in segments for p in s.pids]
+        live_slots = np.flatnonzero(live)
+        order = sorted(live_slots.tolist(), key=slot_pids.__getitem__)
+        self.view = np.array(order, dtype=np.int64)  # position → slot
+        self.paper_ids: list[str] = [slot_pids[s] for s in order]
+        self.slot_to_pos = np.full(n_slots, -1, dtype=np.int64)
+        self.slot_to_pos[self.view] = np.arange(len(self.view))
+        self.pos: dict[str, int] = {p: i for i, p in enumerate(self.paper_ids)}
+        self.n = len(self.view)
+        lengths = np.concatenate([np.asarray(s.lengths, dtype=np.int64) for s in segments]) if segments else \
+            np.zeros(0, np.int64)
+        years = np.concatenate([np.asarray(s.years) for s in segments]) if segments else np.zeros(0, np.int32)
+        self.years = years[self.view] if self.n else np.zeros(0, np.int32)
+        total = int(lengths[live].sum())
+        self.avgdl = total / self.n if self.n else 1.0
+        self.norms = [k1 * (1 - b + b * np.asarray(s.lengths, dtype=np.float64) / self.avgdl) for s in segments]
+        df = np.zeros(len(vocab.terms), dtype=np.int64)
+        for seg in segments:
+            t, c = seg.df()
+            df[t] += c  # a segment lists each term once
+            gone = deleted.get(seg.name)
+            if gone:
+                dead = np.concatenate([np.unique(seg.forward(i)) for i in gone])
+                np.subtract.at(df, dead, 1)
+        self.df = df
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys)
+    def idf(self, tid: int) -> float:
+        d = int(self.df[tid]) if tid < len(self.df) else 0
+        return float(np.log1p((self.n - d + 0.5) / (d + 0.5))) if d else 0.0
 
-    def __len__(self) -> int:
-        return len(self._keys)
-
-
-class _Fields:
-    """Per-paper filter fields, in index order: year, and author/category keys as postings lists."""
-
-    def __init__(self, years: np.ndarray, authors: Mapping[str, np.ndarray],
-                 categories: Mapping[str, np.ndarray]) -> None:
-        self.years, self.authors, self.categories = years, authors, categories
-
-    @staticmethod
-    def empty() -> _Fields:
-        return _Fields(np.zeros(0, np.int32), {}, {})
-
-    @staticmethod
-    def build(rows: list[tuple[Any, list[str], list[str]]]) -> _Fields:
-        years = np.array([y if isinstance(y, int) and not isinstance(y, bool) else _NO_YEAR for y, _, _ in rows],
-                         dtype=np.int64).clip(_NO_YEAR, np.iinfo(np.int32).max).astype(np.int32)
-        posts: tuple[dict[str, list[int]], dict[str, list[int]]] = ({}, {})
-        for i, (_, authors, cats) in enumerate(rows):
-            for table, keys in zip(posts, (authors, cats), strict=True):
-                for k in set(keys):
-                    table.setdefault(k, []).append(i)
-        a, c = ({k: np.array(v, dtype=np.int64) for k, v in t.items()} for t in posts)
-        return _Fields(years, a, c)
-
-    def save(self, path: Path) -> None:
-        arrays: dict[str, np.ndarray] = {"years": self.years}
-        for name, table in (("authors", self.authors), ("categories", self.categories)):
-            keys = sorted(table)
-            arrays[f"{name}_keys"] = _json_bytes(keys)
-            arrays[f"{name}_offsets"] = np.cumsum([0] + [len(table[k]) for k in keys]).astype(np.int64)
-            arrays[f"{name}_pos"] = (np.concatenate([table[k] for k in keys]) if keys else np.zeros(0)).astype(np.int64)
-        np.savez(path, **cast(dict[str, Any], arrays))  # (numpy's stub reads ** as allow_pickle)
-
-    @staticmethod
-    def load(path: Path) -> _Fields | None:
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                tables = []
-                for name in ("authors", "categories"):
-                    keys = json.loads(z[f"{name}_keys"].tobytes())
-                    off, pos = z[f"{name}_offsets"], z[f"{name}_pos"]
-                    tables.append(_Postings(keys, off, pos))
-                return _Fields(z["years"], tables[0], tables[1])
-        except (OSError, ValueError, KeyError):
-            return None
-
-
-def _json_bytes(value: Any) -> np.ndarray:
-    return np.frombuffer(json.dumps(value).encode(), dtype=np.uint8)
+    def slots_to_positions(self, seg_index: int, local: np.ndarray) -> np.ndarray:
+        pos = self.slot_to_pos[self.offsets[seg_index] + local.astype(np.int64)]
+        return pos[pos >= 0]
 
 
 class LexicalIndex:
-    """BM25 scores over the store's papers, loaded from disk or rebuilt when stale."""
+    """BM25 scores over the store's papers, loaded from disk, followed by increments, rebuilt when unreadable."""
 
     def __init__(self, root: Path, k1: float = 1.2, b: float = 0.75) -> None:
         self.root = root
         self.k1, self.b = k1, b
-        self.paper_ids: list[str] = []
-        self._pos: dict[str, int] = {}
-        self._bm25: Any = None
-        self._fields: _Fields = _Fields.empty()
+        self._bm25: _View | None = None  # the loaded index (None: nothing loaded yet)
+        self._manifest: dict[str, Any] = {}
         self._built_at: tuple[int, int] = (-1, -1)
         self._checked_at = -1e9  # time.monotonic() of the last state check
         self._lock = threading.Lock()
@@ -197,11 +169,132 @@ class LexicalIndex:
         key = hashlib.sha1(f"{store.location}|{store.settings.store.collection}".encode()).hexdigest()[:12]
         return LexicalIndex(home / "lexical" / f"{store.settings.store.collection}-{key}")
 
-    def __len__(self) -> int:
-        return len(self.paper_ids)
+    # ---- the public surface retrieval uses --------------------------------------------------------
+    @property
+    def paper_ids(self) -> list[str]:
+        """Ids of the indexed papers, sorted; a paper's position in this list is its position everywhere."""
+        return self._bm25.paper_ids if self._bm25 is not None else []
 
+    def __len__(self) -> int:
+        return self._bm25.n if self._bm25 is not None else 0
+
+    @property
+    def state(self) -> tuple[int, int]:
+        """The store (generation, chunk count) the loaded index matches."""
+        return self._built_at
+
+    @property
+    def catalog_path(self) -> Path:
+        """The question-filter catalog (``rag.index.filter_catalog``) kept with the index, in the same SQLite file
+        as its manifest: every paper's authors and categories, looked up by name."""
+        return self.root / CATALOG_FILE
+
+    def year_span(self) -> tuple[int | None, int | None]:
+        """Earliest and latest year among the indexed papers (None, None when no paper has one)."""
+        if self._bm25 is None:
+            return None, None
+        years = self._bm25.years[self._bm25.years != _NO_YEAR]
+        return (int(years.min()), int(years.max())) if years.size else (None, None)
+
+    def term_scores(self, terms: dict[str, float]) -> np.ndarray:
+        """Σ weight × BM25(term) for every paper (0 for unknown terms)."""
+        v = self._bm25
+        if v is None or not v.n:
+            return np.zeros(len(self), dtype=np.float32)
+        full = np.zeros(int(v.offsets[-1]), dtype=np.float32)
+        for term, w in terms.items():
+            tid = v.vocab.ids.get(term)
+            if tid is None or not w:
+                continue
+            idf = v.idf(tid)
+            if not idf:
+                continue
+            for i, seg in enumerate(v.segments):
+                docs, tf = seg.postings(tid)
+                if not len(docs):
+                    continue
+                tf64 = tf.astype(np.float64)
+                data = (idf * tf64 / (tf64 + v.norms[i][docs])).astype(np.float32)
+                full[v.offsets[i] + docs] += w * data  # a doc appears once per term: no repeated indices
+        return full[v.view]
+
+    def scores(self, query: str) -> np.ndarray:
+        terms: dict[str, float] = {}
+        for t in analyze(query):
+            terms[t] = terms.get(t, 0.0) + 1.0
+        return self.term_scores(terms)
+
+    def containing(self, terms: Iterable[str]) -> np.ndarray:
+        """Positions of the papers that contain every one of ``terms`` (analysed terms), ascending."""
+        v = self._bm25
+        if v is None:
+            return np.zeros(0, dtype=np.int64)
+        out: np.ndarray | None = None
+        for term in terms:
+            tid = v.vocab.ids.get(term)
+            if tid is None:
+                return np.zeros(0, dtype=np.int64)
+            col = np.concatenate([v.slots_to_positions(i, seg.postings(tid)[0]) for i, seg in enumerate(v.segments)]
+                                 or [np.zeros(0, np.int64)])
+            col = np.unique(col)
+            out = col if out is None else np.intersect1d(out, col, assume_unique=True)
+        return np.sort(out) if out is not None else np.zeros(0, dtype=np.int64)
+
+    def positions(self, paper_ids: Iterable[str]) -> np.ndarray:
+        pos = self._bm25.pos if self._bm25 is not None else {}
+        return np.array([pos[p] for p in paper_ids if p in pos], dtype=np.int64)
+
+    def filter_positions(self, author_key: str | None = None, category_key: str | None = None,
+                         year_from: int | None = None, year_to: int | None = None,
+                         paper_ids: Iterable[str] | None = None) -> np.ndarray:
+        """Positions of the papers matching every given condition — the same set Chroma's ``where`` of
+        ``rag.index.catalog.to_where`` selects (exact key in ``author_keys``/``category_keys``, year bounds,
+        ids), computed from the fields kept with the index instead of reading every matching row."""
+        v = self._bm25
+        n = len(self)
+        mask = np.ones(n, dtype=bool)
+        if v is None:
+            return np.zeros(0, dtype=np.int64)
+        for which, key in (("authors", author_key), ("categories", category_key)):
+            if key is not None:
+                keep = np.zeros_like(mask)
+                for i, seg in enumerate(v.segments):
+                    local = getattr(seg, which).get(key)
+                    if local is not None:
+                        keep[v.slots_to_positions(i, local)] = True
+                mask &= keep
+        if year_from is not None:
+            mask &= (v.years != _NO_YEAR) & (v.years >= year_from)
+        if year_to is not None:
+            mask &= (v.years != _NO_YEAR) & (v.years <= year_to)
+        if paper_ids is not None:
+            keep = np.zeros_like(mask)
+            keep[self.positions(paper_ids)] = True
+            mask &= keep
+        return np.flatnonzero(mask)
+
+    def idf(self, terms: Iterable[str]) -> dict[str, float]:
+        """Lucene-style idf of analysed terms (0 for terms the corpus lacks)."""
+        v = self._bm25
+        if v is None:
+            return {t: 0.0 for t in terms}
+        out = {}
+        for t in terms:
+            tid = v.vocab.ids.get(t)
+            out[t] = v.idf(tid) if tid is not None else 0.0
+        return out
+
+    def vocabulary(self) -> set[str]:
+        """The terms at least one indexed paper holds."""
+        v = self._bm25
+        if v is None:
+            return set()
+        return {t for t, d in zip(v.vocab.terms, v.df.tolist(), strict=True) if d > 0}
+
+    # ---- following the store ----------------------------------------------------------------------
     def sync(self, store: ChromaStore, recheck_after_s: float = 0.0) -> None:
-        """Make the index match the store: load the saved one if current, else rebuild and save.
+        """Make the index match the store: reload what another process committed, apply the papers changed
+        since, or (nothing readable saved) rebuild.
 
         ``recheck_after_s``: trust a check made that recently in this process instead of asking the store
         again (an answer checks once for its question's filters, then retrieves: at 100k papers Chroma's
@@ -214,200 +307,324 @@ class LexicalIndex:
             self._checked_at = time.monotonic()
             if self._bm25 is not None and self._built_at == state:
                 return
-            if self._load(state):
-                return
-            self._build(store.iter_metadata(where=FIRST_CHUNK), state)
-
-    def _manifest(self) -> Path:
-        return self.root / "manifest.json"
+            with self._writer():
+                if self._load_saved() and self._built_at == state:
+                    return
+                if self._bm25 is None:
+                    self._rebuild(store.iter_metadata(where=FIRST_CHUNK), state)
+                    return
+                self._catch_up(store, state)
 
     def _load(self, state: tuple[int, int]) -> bool:
+        """Load the saved index if it matches the store ``state`` (False, nothing loaded, otherwise)."""
+        with self._lock:
+            saved = self._read_manifest()
+            if saved is None or tuple(saved.get("state", ())) != tuple(state):
+                return False
+            return self._load_saved(saved)
+
+    @contextmanager
+    def _writer(self) -> Iterator[None]:
+        """One writer at a time across processes sharing this home (a lock file beside the index)."""
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root.with_name(self.root.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            manifest = json.loads(self._manifest().read_text())
-        except (OSError, ValueError):
-            return False
-        if tuple(manifest.get("state", ())) != state or manifest.get("k1") != self.k1 or manifest.get("b") != self.b:
-            return False
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def _read_manifest(self) -> dict[str, Any] | None:
+        path = self.catalog_path
+        if not path.is_file():
+            return None
         try:
-            bm25 = _Scores.load(self.root / "bm25")
-        except Exception as e:  # a torn or foreign index is rebuilt, not trusted
+            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                rows = dict(con.execute("SELECT k, v FROM lex"))
+            finally:
+                con.close()
+            manifest = {k: json.loads(v) for k, v in rows.items()}
+        except (sqlite3.Error, ValueError) as e:
+            log.warning("lexical index manifest at %s unreadable (%s)", path, e)
+            return None
+        if manifest.get("format") != FORMAT or manifest.get("k1") != self.k1 or manifest.get("b") != self.b:
+            return None
+        return manifest
+
+    def _load_saved(self, manifest: dict[str, Any] | None = None) -> bool:
+        """(Re)load what the saved manifest names, reusing segments already open. False if unreadable."""
+        manifest = manifest if manifest is not None else self._read_manifest()
+        if manifest is None:
+            return False
+        if self._bm25 is not None and manifest.get("commit") == self._manifest.get("commit"):
+            self._built_at = (int(manifest["state"][0]), int(manifest["state"][1]))
+            return True
+        try:
+            open_now = {s.name: s for s in self._bm25.segments} if self._bm25 is not None else {}
+            segments = [open_now.get(name) or Segment.open(self.root / name) for name in manifest["segments"]]
+            old = self._manifest.get("vocab", []) if self._bm25 is not None else []
+            if old and manifest["vocab"][:len(old)] == old:  # only new terms appended: read only their files
+                vocab, todo = self._bm25.vocab.copy(), manifest["vocab"][len(old):]  # type: ignore[union-attr]
+            else:
+                vocab, todo = _Vocabulary(), manifest["vocab"]
+            for name in todo:
+                vocab.extend(json.loads((self.root / name).read_text(encoding="utf-8")))
+            if len(vocab.terms) != manifest["vocab_size"]:
+                raise ValueError(f"vocabulary has {len(vocab.terms)} terms, manifest says {manifest['vocab_size']}")
+            deleted = {k: set(v) for k, v in manifest["deleted"].items()}
+            view = _View(segments, deleted, vocab, self.k1, self.b)
+        except (OSError, ValueError, KeyError, IndexError) as e:
             log.warning("lexical index at %s unreadable (%s); rebuilding", self.root, e)
+            self._bm25 = None
             return False
-        fields = _Fields.load(self.root / "fields.npz")
-        current = fields is not None and len(fields.years) == len(manifest["paper_ids"])
-        if not current or not (self.root / CATALOG_FILE).is_file():
-            return False  # an index saved before filter fields (or the catalog) were kept: rebuild it once
-        self._set(bm25, manifest["paper_ids"], state, fields)
+        self._bm25, self._manifest = view, manifest
+        self._built_at = (int(manifest["state"][0]), int(manifest["state"][1]))
         return True
 
-    def _set(self, bm25: Any, paper_ids: list[str], state: tuple[int, int], fields: _Fields | None = None) -> None:
-        self._bm25, self.paper_ids, self._built_at = bm25, paper_ids, state
-        self._pos = {p: i for i, p in enumerate(paper_ids)}
-        self._fields = fields or _Fields.empty()
+    def invalidate(self) -> None:
+        """Forget the loaded index and drop the saved one, so the next sync rebuilds it (a file saved with it,
+        such as the catalog, was found torn)."""
+        with self._lock, self._writer():
+            self._bm25, self._manifest, self._built_at = None, {}, (-1, -1)
+            self.catalog_path.unlink(missing_ok=True)
 
-    def _saved_terms(self) -> tuple[dict[str, np.ndarray], list[str]]:
-        """Term ids per ``paper_id#content_hash`` from the last build, and its vocabulary (empty if none)."""
-        try:
-            with np.load(self.root / "terms.npz", allow_pickle=False) as z:
-                ids, offsets = z["ids"], z["offsets"]
-                keys, vocab = json.loads(z["keys"].tobytes()), json.loads(z["vocab"].tobytes())
-        except (OSError, ValueError, KeyError):
-            return {}, []
-        return {k: ids[offsets[i]:offsets[i + 1]] for i, k in enumerate(keys)}, vocab
+    # ---- building ---------------------------------------------------------------------------------
+    def _docs(self, papers: Iterable[dict[str, Any]], vocab: _Vocabulary, new_terms: list[str]) -> Iterator[Doc]:
+        for md in papers:
+            f = filter_fields(md)
+            words = analyze(paper_text(read_paper(md))) or ["\x00empty"]
+            yield Doc(f.version, f.paper_id, vocab.encode(words, new_terms), year_of(f.year), f.author_keys,
+                      f.category_keys, f.authors, f.categories)
 
     def _build(self, papers: Iterable[dict[str, Any]], state: tuple[int, int]) -> None:
-        saved, old_vocab = self._saved_terms()
-        vocab: dict[str, int] = {t: i for i, t in enumerate(old_vocab)}
-        rows: list[tuple[str, str, np.ndarray, Any, list[str], list[str]]] = []
-        names: dict[str, tuple[list[str], list[str]]] = {}  # display authors and categories, for the catalog
-        reused = 0
-        for md in papers:  # streamed: only term ids are kept per paper
-            f = filter_fields(md)
-            terms = saved.get(f.version)
-            if terms is None:
-                words = analyze(paper_text(read_paper(md))) or ["\x00empty"]
-                terms = np.fromiter((vocab.setdefault(w, len(vocab)) for w in words), dtype=np.int32, count=len(words))
-            else:
-                reused += 1
-            rows.append((f.paper_id, f.version, terms, f.year, f.author_keys, f.category_keys))
-            names[f.paper_id] = (f.authors, f.categories)
-        del saved
-        rows.sort(key=lambda r: r[0])
-        ids = [r[0] for r in rows]
-        keys = [r[1] for r in rows]
-        if not rows:
-            self._set(None, [], state)
-            return
-        catalog = [(pid, r[3] if isinstance(r[3], int) and not isinstance(r[3], bool) else None, *names[pid])
-                   for pid, r in zip(ids, rows, strict=True)]
-        del names
-        # Keep only the terms still used, renumbered 0..V-1 (old vocabularies would otherwise only grow).
-        fields = _Fields.build([(r[3], r[4], r[5]) for r in rows])
-        lengths = np.array([len(r[2]) for r in rows], dtype=np.int64)
-        used, flat = np.unique(np.concatenate([r[2] for r in rows]), return_inverse=True)
-        flat = flat.astype(np.int32)
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        words_of = {i: w for w, i in vocab.items()}
-        new_vocab = [words_of[int(i)] for i in used]
-        del rows, words_of, vocab
-        bm25 = _Scores.build(flat, offsets, new_vocab, self.k1, self.b)
-        # Write to a fresh folder, then swap it in, so a crash never leaves a half-written index.
+        """A from-scratch build from chunk-0 rows (the fallback; tests and the crash verifier compare with it)."""
+        with self._lock, self._writer():
+            self._rebuild(papers, state)
+
+    def _rebuild(self, papers: Iterable[dict[str, Any]], state: tuple[int, int]) -> None:
+        """Analyse every paper into one segment and a fresh catalog, in a new folder swapped in whole."""
+        t0 = time.perf_counter()
+        vocab, new_terms = _Vocabulary(), []  # type: ignore[var-annotated]
+        chosen: dict[str, Doc] = {}
+        for doc in self._docs(papers, vocab, new_terms):
+            if doc.key > getattr(chosen.get(doc.pid), "key", ""):  # several versions: the largest key
+                chosen[doc.pid] = doc
+        docs = [chosen[p] for p in sorted(chosen)]
+        del chosen
         tmp = self.root.with_name(self.root.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        bm25.save(tmp / "bm25")
-        fields.save(tmp / "fields.npz")
-        filter_catalog.write_file(tmp / CATALOG_FILE, catalog)
-        del catalog
-        np.savez(tmp / "terms.npz", ids=flat, offsets=offsets, keys=_json_bytes(keys), vocab=_json_bytes(new_vocab))
-        (tmp / "manifest.json").write_text(json.dumps({"state": list(state), "paper_ids": ids,
-                                                       "k1": self.k1, "b": self.b}))
+        docs, vocab_name, vocab_size = self._compact_vocab(docs, vocab, tmp)
+        seg = Segment.write(tmp / _segment_name(), docs)
+        con = filter_catalog.connect(tmp / CATALOG_FILE)
+        try:
+            con.execute("BEGIN")
+            filter_catalog.add(con, ((d.pid, d.year, d.authors, d.categories) for d in docs), None)
+            filter_catalog.refresh(con, None)
+            self._write_manifest(con, self._new_manifest([seg.name], [vocab_name], vocab_size, {}, state))
+            con.execute("COMMIT")
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            con.close()
         old = self.root.with_name(self.root.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
         if self.root.exists():
             self.root.rename(old)
         tmp.rename(self.root)
         shutil.rmtree(old, ignore_errors=True)
-        self._set(bm25, ids, state, fields)
-        log.info("lexical index rebuilt: %d papers (%d analysed, %d reused) at %s", len(ids), len(ids) - reused,
-                 reused, self.root)
+        self._bm25 = None
+        if not self._load_saved():
+            raise RuntimeError(f"the lexical index just built at {self.root} does not load")
+        log.info("lexical index rebuilt: %d papers in %.1f s at %s", len(docs), time.perf_counter() - t0, self.root)
 
-    @property
-    def state(self) -> tuple[int, int]:
-        """The store (generation, chunk count) the loaded index was built at."""
-        return self._built_at
+    @staticmethod
+    def _compact_vocab(docs: list[Doc], vocab: _Vocabulary, folder: Path) -> tuple[list[Doc], str, int]:
+        """Renumber the docs' terms to the terms they use (sorted), saved as a new vocabulary file."""
+        flat = np.concatenate([d.terms for d in docs]) if docs else np.zeros(0, np.int32)
+        used, inverse = np.unique(flat, return_inverse=True)
+        inverse = inverse.astype(np.int32)
+        start = 0
+        for d in docs:
+            d.terms = inverse[start:start + len(d.terms)]
+            start += len(d.terms)
+        name = f"vocab-{uuid.uuid4().hex[:12]}.json"
+        write_json(folder / name, [vocab.terms[int(i)] for i in used])
+        return docs, name, len(used)
 
-    @property
-    def catalog_path(self) -> Path:
-        """The question-filter catalog (``rag.index.filter_catalog``) written with the index: every paper's
-        authors and categories, looked up by name instead of read from every paper's row in Chroma."""
-        return self.root / CATALOG_FILE
+    def _new_manifest(self, segments: list[str], vocab: list[str], vocab_size: int,
+                      deleted: dict[str, list[int]], state: tuple[int, int]) -> dict[str, Any]:
+        return {"format": FORMAT, "k1": self.k1, "b": self.b, "segments": segments, "vocab": vocab,
+                "vocab_size": vocab_size, "deleted": deleted, "state": list(state), "commit": uuid.uuid4().hex}
 
-    def invalidate(self) -> None:
-        """Forget the loaded index and drop the saved manifest, so the next sync rebuilds it (a file saved
-        with it, such as the catalog, was found torn)."""
-        with self._lock:
-            self._manifest().unlink(missing_ok=True)
-            self._bm25, self._built_at = None, (-1, -1)
+    @staticmethod
+    def _write_manifest(con: sqlite3.Connection, manifest: dict[str, Any]) -> None:
+        con.execute("CREATE TABLE IF NOT EXISTS lex(k TEXT PRIMARY KEY, v TEXT NOT NULL)")
+        con.executemany("INSERT OR REPLACE INTO lex VALUES (?, ?)", ((k, json.dumps(v)) for k, v in manifest.items()))
 
-    def year_span(self) -> tuple[int | None, int | None]:
-        """Earliest and latest year among the indexed papers (None, None when no paper has one)."""
-        years = self._fields.years[self._fields.years != _NO_YEAR]
-        return (int(years.min()), int(years.max())) if years.size else (None, None)
+    def _catch_up(self, store: ChromaStore, state: tuple[int, int]) -> None:
+        """Apply the papers added, changed and deleted in the store since the loaded index."""
+        t0 = time.perf_counter()
+        v = self._bm25
+        assert v is not None
+        stored = stored_versions(store)
+        have: dict[str, tuple[int, int, str]] = {}  # live pid → (segment index, local doc, version key)
+        for i, seg in enumerate(v.segments):
+            gone = v.deleted.get(seg.name, set())
+            for j, (k, p) in enumerate(zip(seg.keys, seg.pids, strict=True)):
+                if j not in gone:
+                    have[p] = (i, j, k)
+        removed = [p for p, (_, _, k) in have.items() if stored.get(p) != k]
+        wanted = {p: k for p, k in stored.items() if p not in have or have[p][2] != k}
+        t_list = time.perf_counter() - t0
+        if len(wanted) + len(removed) > 0.5 * max(len(stored), 1) and len(stored) > 1000:
+            log.info("lexical index: %d of %d papers changed; rebuilding instead", len(wanted), len(stored))
+            self._rebuild(store.iter_metadata(where=FIRST_CHUNK), state)
+            return
+        rows = [md for md in first_rows(store, wanted) if filter_fields(md).version == wanted.get(md["paper_id"])]
+        self._apply(removed, rows, state)
+        if rows or removed:
+            log.info("lexical index updated: %d papers added or changed, %d removed or replaced in %.2f s (%.2f s "
+                     "listing the store's versions)", len(rows), len(removed), time.perf_counter() - t0, t_list)
 
-    def term_scores(self, terms: dict[str, float]) -> np.ndarray:
-        """Σ weight × BM25(term) for every paper (0 for unknown terms)."""
-        out = np.zeros(len(self.paper_ids), dtype=np.float32)
-        if self._bm25 is None:
-            return out
-        vocab = self._bm25.vocab_dict
-        m = self._bm25.scores  # CSC: a term's column lists the papers that contain it and their scores
-        data, indices, indptr = m["data"], m["indices"], m["indptr"]
-        for term, w in terms.items():
-            tid = vocab.get(term)
-            if tid is None or not w or tid + 1 >= len(indptr):
-                continue
-            a, b = indptr[tid], indptr[tid + 1]
-            out[indices[a:b]] += w * data[a:b]  # a paper appears once per column: no repeated indices
-        return out
+    def _apply(self, removed: list[str], rows: list[dict[str, Any]], state: tuple[int, int]) -> None:
+        """Tombstone the papers ``removed`` (ids), add the chunk-0 ``rows`` as a new segment, commit at ``state``.
+        A paper being replaced is in both."""
+        v = self._bm25
+        assert v is not None
+        where = {p: (i, j) for i, seg in enumerate(v.segments) for j, p in enumerate(seg.pids)
+                 if j not in v.deleted.get(seg.name, ())} if removed else {}
+        vocab = v.vocab.copy()
+        new_terms: list[str] = []
+        docs = sorted(self._docs(rows, vocab, new_terms), key=lambda d: d.pid)
+        deleted = {k: set(s) for k, s in v.deleted.items()}
+        for p in removed:
+            i, j = where[p]
+            deleted.setdefault(v.segments[i].name, set()).add(j)
+        self._commit(v.segments, deleted, removed, docs, new_terms, state)
 
-    def containing(self, terms: Iterable[str]) -> np.ndarray:
-        """Positions of the papers that contain every one of ``terms`` (analysed terms), ascending."""
-        if self._bm25 is None:
-            return np.zeros(0, dtype=np.int64)
-        vocab = self._bm25.vocab_dict
-        indices, indptr = self._bm25.scores["indices"], self._bm25.scores["indptr"]
-        out: np.ndarray | None = None
-        for term in terms:
-            tid = vocab.get(term)
-            if tid is None or tid + 1 >= len(indptr):
-                return np.zeros(0, dtype=np.int64)
-            col = np.asarray(indices[indptr[tid]: indptr[tid + 1]], dtype=np.int64)
-            out = col if out is None else np.intersect1d(out, col, assume_unique=True)
-        return np.sort(out) if out is not None else np.zeros(0, dtype=np.int64)
+    def _commit(self, segments: list[Segment], deleted: dict[str, set[int]], removed: list[str], docs: list[Doc],
+                new_terms: list[str], state: tuple[int, int]) -> None:
+        """Write the new segment and vocabulary file, merge if due, and commit manifest and catalog at once."""
+        manifest = self._manifest
+        opened = {s.name: s for s in segments}
+        vocab_files = list(manifest["vocab"])
+        if new_terms:
+            name = f"vocab-{uuid.uuid4().hex[:12]}.json"
+            write_json(self.root / name, new_terms)
+            vocab_files.append(name)
+        vocab_size = int(manifest["vocab_size"]) + len(new_terms)
+        if docs:
+            seg = Segment.write(self.root / _segment_name(), docs)
+            opened[seg.name] = seg
+        seg_names = list(opened)
+        deleted = {k: s for k, s in deleted.items() if s}
+        seg_names, deleted, vocab_files, vocab_size = self._maybe_merge(opened, seg_names, deleted, vocab_files,
+                                                                        vocab_size)
+        new = self._new_manifest(seg_names, vocab_files, vocab_size, {k: sorted(s) for k, s in deleted.items()},
+                                 state)
+        con = filter_catalog.connect(self.catalog_path)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            if removed or docs:
+                filter_catalog.update(con, removed, ((d.pid, d.year, d.authors, d.categories) for d in docs))
+            self._write_manifest(con, new)
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+        self._sweep(new)
+        if not self._load_saved(new):
+            raise RuntimeError(f"the lexical index just updated at {self.root} does not load")
 
-    def scores(self, query: str) -> np.ndarray:
-        terms: dict[str, float] = {}
-        for t in analyze(query):
-            terms[t] = terms.get(t, 0.0) + 1.0
-        return self.term_scores(terms)
+    def _maybe_merge(self, segs: dict[str, Segment], seg_names: list[str], deleted: dict[str, set[int]],
+                     vocab_files: list[str], vocab_size: int) -> tuple[list[str], dict[str, set[int]], list[str], int]:
+        """Merge the small segments when there are too many; everything into one (vocabulary compacted) when
+        the small segments and tombstones reach a quarter of the base. Reads forward indexes, analyses nothing."""
+        base = seg_names[0] if seg_names else None
+        small = seg_names[1:]
+        changes = sum(segs[n].n for n in small) + sum(len(s) for s in deleted.values())
+        if base is not None and changes > MERGE_ALL_FRACTION * max(segs[base].n, 1):
+            docs = sorted(self._live_docs(seg_names, segs, deleted), key=lambda d: d.pid)
+            vocab = _Vocabulary()
+            for name in vocab_files:
+                vocab.extend(json.loads((self.root / name).read_text(encoding="utf-8")))
+            docs, vocab_name, size = self._compact_vocab(docs, vocab, self.root)
+            merged = Segment.write(self.root / _segment_name(), docs)
+            log.info("lexical index: %d segments merged into one (%d papers)", len(seg_names), merged.n)
+            return [merged.name], {}, [vocab_name], size
+        if len(small) > MAX_SMALL_SEGMENTS:
+            docs = sorted(self._live_docs(small, segs, deleted), key=lambda d: d.pid)
+            merged = Segment.write(self.root / _segment_name(), docs)
+            return [seg_names[0], merged.name], {k: s for k, s in deleted.items() if k == seg_names[0]}, \
+                vocab_files, vocab_size
+        return seg_names, deleted, vocab_files, vocab_size
 
-    def positions(self, paper_ids: Iterable[str]) -> np.ndarray:
-        return np.array([self._pos[p] for p in paper_ids if p in self._pos], dtype=np.int64)
+    @staticmethod
+    def _live_docs(names: list[str], segs: dict[str, Segment], deleted: dict[str, set[int]]) -> Iterator[Doc]:
+        for name in names:
+            gone = deleted.get(name, set())
+            yield from segs[name].docs_of([j for j in range(segs[name].n) if j not in gone])
 
-    def filter_positions(self, author_key: str | None = None, category_key: str | None = None,
-                         year_from: int | None = None, year_to: int | None = None,
-                         paper_ids: Iterable[str] | None = None) -> np.ndarray:
-        """Positions of the papers matching every given condition — the same set Chroma's ``where`` of
-        ``rag.index.catalog.to_where`` selects (exact key in ``author_keys``/``category_keys``, year bounds,
-        ids), computed from the fields kept with the index instead of reading every matching row."""
-        mask = np.ones(len(self.paper_ids), dtype=bool)
-        f = self._fields
-        for postings, key in ((f.authors, author_key), (f.categories, category_key)):
-            if key is not None:
-                keep = np.zeros_like(mask)
-                keep[postings.get(key, np.zeros(0, np.int64))] = True
-                mask &= keep
-        if year_from is not None:
-            mask &= (f.years != _NO_YEAR) & (f.years >= year_from)
-        if year_to is not None:
-            mask &= (f.years != _NO_YEAR) & (f.years <= year_to)
-        if paper_ids is not None:
-            keep = np.zeros_like(mask)
-            keep[self.positions(paper_ids)] = True
-            mask &= keep
-        return np.flatnonzero(mask)
+    def _sweep(self, manifest: dict[str, Any]) -> None:
+        """Delete segment and vocabulary files no manifest names (left by a merge, or by a killed write)."""
+        keep = set(manifest["segments"]) | set(manifest["vocab"])
+        for path in self.root.iterdir():
+            if path.name.startswith(("seg-", "vocab-")) and path.name not in keep:
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
 
-    def idf(self, terms: Iterable[str]) -> dict[str, float]:
-        """Lucene-style idf of analysed terms (0 for terms the corpus lacks)."""
-        if self._bm25 is None:
-            return {t: 0.0 for t in terms}
-        vocab = self._bm25.vocab_dict
-        indptr = self._bm25.scores["indptr"]
-        n = len(self.paper_ids)
-        out = {}
-        for t in terms:
-            tid = vocab.get(t)
-            df = int(indptr[tid + 1] - indptr[tid]) if tid is not None and tid + 1 < len(indptr) else 0
-            out[t] = float(np.log(1 + (n - df + 0.5) / (df + 0.5))) if df else 0.0
-        return out
+    # ---- checks and oracles -----------------------------------------------------------------------
+    def export_bm25s(self, folder: Path) -> None:
+        """Save the loaded index's scores in bm25s's file layout (a CSC matrix of Lucene-variant BM25 scores,
+        positions as document ids), so ``bm25s.BM25.load`` and its scorer can check ours."""
+        v = self._bm25
+        if v is None:
+            raise RuntimeError("nothing loaded")
+        live_terms = [t for t in range(len(v.vocab.terms)) if v.df[t] > 0]
+        cols_data, cols_idx, indptr = [], [], [0]
+        for t in live_terms:
+            scores = self.term_scores({v.vocab.terms[t]: 1.0})
+            pos = np.flatnonzero(self.containing_ids(t))
+            cols_idx.append(pos.astype(np.int32))
+            cols_data.append(scores[pos].astype(np.float32))
+            indptr.append(indptr[-1] + len(pos))
+        folder.mkdir(parents=True, exist_ok=True)
+        params = {"k1": self.k1, "b": self.b, "delta": 0.5, "method": "lucene", "idf_method": "lucene",
+                  "dtype": "float32", "int_dtype": "int32", "num_docs": v.n, "version": "paperchat",
+                  "backend": "numpy"}
+        (folder / "params.index.json").write_text(json.dumps(params, indent=1))
+        (folder / "vocab.index.json").write_text(
+            json.dumps({v.vocab.terms[t]: i for i, t in enumerate(live_terms)}, ensure_ascii=False), encoding="utf-8")
+        for name, arr in (("data", np.concatenate(cols_data or [np.zeros(0, np.float32)])),
+                          ("indices", np.concatenate(cols_idx or [np.zeros(0, np.int32)])),
+                          ("indptr", np.array(indptr, dtype=np.int64))):
+            np.save(folder / f"{name}.csc.index.npy", arr, allow_pickle=False)
+
+    def containing_ids(self, tid: int) -> np.ndarray:
+        """A boolean mask over positions: the papers holding term id ``tid``."""
+        v = self._bm25
+        mask = np.zeros(len(self), dtype=bool)
+        if v is not None:
+            for i, seg in enumerate(v.segments):
+                mask[v.slots_to_positions(i, seg.postings(tid)[0])] = True
+        return mask
+
+
+def _segment_name() -> str:
+    return f"seg-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
+def saved_state(root: Path) -> tuple[tuple[int, int] | None, list[str]]:
+    """The store state a saved index matches and its paper ids (for checks from outside, e.g. the crash loop)."""
+    index = LexicalIndex(root)
+    manifest = index._read_manifest()
+    if manifest is None or not index._load_saved(manifest):
+        return None, []
+    return index.state, index.paper_ids
