@@ -33,6 +33,9 @@ def register(sub: Any, commands: dict[str, Any]) -> None:
     ev.add_argument("--distractors", nargs="+", metavar="PATH",
                     help="also ingest these (files, folders, globs, @sample) into the throwaway store beside "
                          "the set's corpus: papers on neighbouring topics that should not be cited")
+    ev.add_argument("--collection", metavar="NAME",
+                    help="ask every question within this collection; with a throwaway store, the set's own corpus "
+                         "is ingested into it (the distractors are not), so scoping is what keeps them out")
     ev.add_argument("--current-store", action="store_true", help="run on your store even for the seed set")
     ev.add_argument("--judge", action="store_true", help="add LLM-judged metrics (needs evals.judge_base_url)")
     ev.add_argument("--check", nargs="?", const="default", metavar="THRESHOLDS",
@@ -138,25 +141,30 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
         from evals.throwaway import throwaway_runtime
 
         with throwaway_runtime(settings) as rt:
-            ingested = rt.ingestor().ingest(corpus)
+            own = [p for p in corpus if p not in distractors]
+            ingested = rt.ingestor().ingest(own, collection=args.collection)
+            if distractors:
+                rt.ingestor().ingest([d for d in corpus if d in distractors])
             if rt.store.count_chunks() == 0:  # the throwaway store, not the user's library: say what went wrong
                 why = "; ".join(ingested.file_errors[:3]) or f"{ingested.skipped} record(s) skipped"
                 raise InputError(f"the eval corpus gave no paper to evaluate on ({why})")
-            result = _run(rt, cases, mode, args.k, judge)
+            result = _run(rt, cases, mode, args.k, judge, args.collection)
     else:
         rt = Runtime(settings)
         try:
             if rt.store.count_chunks() == 0:
                 raise EmptyLibrary(f"{EmptyLibrary()}, or pass --corpus FILE… to evaluate on a throwaway "
                                    "store")
-            result = _run(rt, cases, mode, args.k, judge)
+            if args.collection:
+                rt.collections().members(args.collection)  # an unknown name fails before the first case
+            result = _run(rt, cases, mode, args.k, judge, args.collection)
         finally:
             rt.close()
     commit = _checkout_commit()
     result["meta"] = {
         "set": str(set_path), "set_name": set_path.stem, "mode": mode, "k": args.k or settings.retrieval.k,
         "cases": len(cases), "corpus": [str(p) for p in corpus] if corpus else "current store",
-        "distractors": [str(p) for p in distractors],
+        "distractors": [str(p) for p in distractors], "collection": args.collection,
         "when": f"{stamp:%Y-%m-%d %H:%M} UTC", "seconds": round(time.perf_counter() - t0, 1), "commit": commit,
         "command": "paperchat " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["eval"] else "paperchat eval",
         "embeddings": settings.embeddings.model, "judge": settings.evals.judge_model if judge else None,
@@ -205,11 +213,13 @@ def _checkout_commit() -> str | None:
     return lines[1]
 
 
-def _run(rt: Any, cases: Any, mode: str, k: int | None, judge: Any) -> dict[str, Any]:
+def _run(rt: Any, cases: Any, mode: str, k: int | None, judge: Any, collection: str | None = None) -> dict[str, Any]:
     from evals.run import run_eval
+    from rag.index.catalog import PaperQuery
     from rag.qa.chain import AnswerChain
 
-    return run_eval(AnswerChain(rt), cases, mode=mode, k=k, judge=judge)
+    scope = PaperQuery(collection=collection) if collection else None
+    return run_eval(AnswerChain(rt), cases, mode=mode, k=k, judge=judge, filters=scope)
 
 
 def cmd_export_feedback(args: argparse.Namespace, settings: Settings) -> int:

@@ -29,6 +29,7 @@ from evals.judge import Judge
 from evals.metrics import citation_precision_recall, mean, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from evals.sets import Case, resolve_gold
 from rag.answer import Answer
+from rag.index.catalog import PaperQuery
 from rag.qa.chain import AnswerChain, Conversation
 from rag.qa.prompts import CANNOT_ANSWER
 
@@ -89,15 +90,15 @@ def verdict(case: Case, gold: list[str | None], answer: Answer) -> tuple[bool | 
     return not missing, "" if not missing else f"{len(missing)} of {len(gold)} gold papers not cited"
 
 
-def run_case(chain: AnswerChain, case: Case, mode: str, k: int | None) -> Answer:
+def run_case(chain: AnswerChain, case: Case, mode: str, k: int | None, filters: PaperQuery | None = None) -> Answer:
     if len(case.turns) > 1:
-        conv = Conversation(chain, k=k, mode=mode)  # type: ignore[arg-type]
+        conv = Conversation(chain, k=k, filters=filters, mode=mode)  # type: ignore[arg-type]
         answer = None
         for turn in case.turns:
             answer = conv.ask(turn)
         assert answer is not None
         return answer
-    return chain.ask(case.question, k=k, mode=mode)  # type: ignore[arg-type]
+    return chain.ask(case.question, k=k, filters=filters, mode=mode)  # type: ignore[arg-type]
 
 
 def score_case(case: Case, gold: list[str | None], answer: Answer, labels: dict[str, str]) -> dict[str, Any]:
@@ -181,14 +182,16 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_eval(chain: AnswerChain, cases: list[Case], mode: str = "extractive", k: int | None = None,
              judge: Judge | None = None, progress: bool = True,
-             on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Every case through ``chain``; returns {"summary", "rows"} (rows in set order)."""
+             on_row: Callable[[dict[str, Any]], None] | None = None,
+             filters: PaperQuery | None = None) -> dict[str, Any]:
+    """Every case through ``chain`` (within ``filters``, e.g. a collection, when given); returns
+    {"summary", "rows"} (rows in set order)."""
     papers = chain.runtime.store.papers()
     labels = {p.id: p.heading for p in papers}
     rows = []
     for case in tqdm(cases, desc="eval", unit="case", disable=not progress or None, leave=False):
         gold = resolve_gold(case.gold, papers)
-        answer = run_case(chain, case, mode, k)
+        answer = run_case(chain, case, mode, k, filters)
         row = score_case(case, gold, answer, labels)
         if judge is not None:
             v = judge.score(case.question, answer)

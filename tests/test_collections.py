@@ -226,3 +226,19 @@ def test_a_zotero_library_brings_its_collections_and_keeps_them_in_sync(make_run
     assert again.added == 0 and again.updated == 0 and again.uncollected == 1
     assert sets.members("Reading list") == want["Reading list"] - {attention}
     assert attention in sets.members("ML/NLP") and sets.members("Mine") == {attention}
+
+
+def test_eval_within_a_collection_keeps_the_distractors_out(tmp_path: Path) -> None:
+    distractors = ROOT / "tests" / "fixtures" / "loaders" / "arxiv_snapshot.jsonl"
+    out = tmp_path / "report"
+    res = _cli("eval", "--limit", "6", "--distractors", str(distractors), "--collection", "Seeds", "--out", str(out),
+               "--json")
+    assert res.returncode == 0, res.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["meta"]["collection"] == "Seeds"
+    rows = report["rows"]
+    assert len(rows) == 6 and all(r["filters"].get("collection") == "Seeds" for r in rows)
+    from rag.ingest.loaders import load
+
+    outside = {p.id for p in load(distractors).papers}
+    assert not any(set(r["cited"]) & outside for r in rows)
