@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,8 +21,10 @@ from pydantic_settings import (
 
 
 class StoreSettings(BaseModel):
-    mode: Literal["embedded", "server"] = Field(
-        "embedded", description="embedded PersistentClient or a `chroma run` server")
+    model_config = ConfigDict(hide_input_in_errors=True)  # its token, key and headers are secrets
+
+    mode: Literal["embedded", "server", "cloud"] = Field(
+        "embedded", description="embedded PersistentClient, a Chroma server (HttpClient) or Chroma Cloud (CloudClient)")
     path: Path | None = Field(None, description="embedded store directory (default: $PAPERCHAT_HOME/chroma)")
     host: str = Field("127.0.0.1", description="Chroma server host (server mode)")
     port: int = Field(8000, ge=1, le=65535, description="Chroma server port (server mode)")
@@ -30,6 +32,68 @@ class StoreSettings(BaseModel):
     collection: str = Field("papers", min_length=3, max_length=63, pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]*[a-zA-Z0-9]$",
                             description="Chroma collection name")
     timeout_s: float = Field(30.0, gt=0, le=600, description="Chroma server request timeout")
+    token: SecretStr | None = Field(None, description="token of a Chroma server behind token authentication "
+                                    "(server mode), sent with every request; a secret, never logged or shown")
+    token_header: Literal["Authorization", "X-Chroma-Token"] = Field(
+        "Authorization", description="how the token is sent: `Authorization: Bearer <token>` or `X-Chroma-Token: "
+        "<token>` (Chroma's two token transports)")
+    headers: dict[str, SecretStr] = Field(default_factory=dict, description="extra HTTP headers sent with every "
+                                          "request (server and cloud mode), e.g. a gateway's key; values are "
+                                          "secrets. Env: PAPERCHAT_STORE__HEADERS='{\"X-Api-Key\": \"...\"}'")
+    tenant: str = Field("default_tenant", min_length=1, max_length=128, description="Chroma tenant (server, cloud; "
+                        "in cloud mode the default means the API key's own)")
+    database: str = Field("default_database", min_length=1, max_length=128, description="Chroma database (server, "
+                          "cloud; in cloud mode the default means the API key's own, if it grants exactly one)")
+    api_key: SecretStr | None = Field(None, description="Chroma Cloud API key (cloud mode); a secret, never logged "
+                                      "or shown")
+    cloud_url: str = Field("https://api.trychroma.com", description="Chroma Cloud API endpoint (cloud mode); change "
+                           "it only for a test or a compatible gateway")
+
+    @field_validator("token", "api_key")
+    @classmethod
+    def _secret(cls, v: SecretStr | None) -> SecretStr | None:
+        # The error never quotes the value: hide_input_in_errors, here and on Settings.
+        if v is None:
+            return None
+        text = v.get_secret_value().strip()  # a token pasted or read from a file often ends in a newline
+        if not text or any(c.isspace() or not c.isprintable() or not c.isascii() for c in text):
+            raise ValueError("must be one word of printable ASCII, without spaces or control characters")
+        return SecretStr(text)
+
+    @field_validator("headers")
+    @classmethod
+    def _header_fields(cls, v: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for name, value in v.items():
+            if not name or any(c not in _HEADER_NAME_CHARS for c in name):
+                raise ValueError(f"{name!r} is not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)")
+            if any(c in "\r\n\0" for c in value.get_secret_value()):
+                raise ValueError(f"the value of header {name!r} holds a line break or NUL")
+        return v
+
+    @field_validator("cloud_url")
+    @classmethod
+    def _cloud_url(cls, v: str) -> str:
+        from urllib.parse import urlsplit
+
+        u = urlsplit(v.strip())
+        try:
+            u.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            raise ValueError("the port in cloud_url is not a number from 1 to 65535") from None
+        if u.scheme not in ("http", "https") or not u.hostname or u.username or u.password or u.path.strip("/") \
+                or u.query or u.fragment:
+            raise ValueError("cloud_url is an http(s)://host[:port] address, without a path or credentials "
+                             "(the key goes in store.api_key)")
+        return f"{u.scheme}://{u.netloc}"
+
+    @model_validator(mode="after")
+    def _one_authorization(self) -> StoreSettings:
+        if self.token is not None and self.token_header.lower() in (h.lower() for h in self.headers):
+            raise ValueError(f"store.token is sent as {self.token_header}, which store.headers also sets: keep one")
+        return self
+
+
+_HEADER_NAME_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 class EmbeddingSettings(BaseModel):
@@ -172,6 +236,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="PAPERCHAT_", env_nested_delimiter="__", env_file=".env", extra="ignore",
         validate_default=True,
+        hide_input_in_errors=True,  # a rejected value may be a secret (a token, a key): errors name the field only
     )
 
     home: Path = Field(Path("~/.paperchat"), description="where stores, caches and feedback live")

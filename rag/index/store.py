@@ -9,7 +9,10 @@ model and dimension that built it.
 
 Server mode survives the server going away: a call that cannot reach it raises ``UpstreamError`` naming
 host:port and what to do, and the next call reconnects (new client, collection handle reopened), so a
-long-running process (the UI) works again once the server is back, without a restart.
+long-running process (the UI) works again once the server is back, without a restart. Server and cloud
+modes send the credentials from settings (``store.token``, ``store.api_key``, ``store.headers``) on every
+request; a server that refuses them raises ``ConfigError`` naming the server and the setting to fix,
+never the secret.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -76,6 +80,17 @@ def _unreachable(e: BaseException) -> bool:
         if isinstance(c, ValueError) and "Could not connect to a Chroma server" in str(c):
             return True
     return False
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _guarded(fn: F) -> F:
@@ -138,13 +153,24 @@ class ChromaStore:
         self.settings = settings
         cfg = settings.store
         self._lock: StoreLock | None = None
-        self._server = cfg.mode == "server"
+        self._server = cfg.mode != "embedded"  # a server or Chroma Cloud, over HTTP: reconnects when lost
         self._lost_at: float | None = None  # set when the server was found unreachable; the next call reconnects
         self.model_name, self.dim = model_name, dim
         try:
             if self._server:
-                self.location = f"http://{cfg.host}:{cfg.port}"
+                host, port, ssl = self._endpoint()
+                self.location = f"{'https' if ssl else 'http'}://{host}:{port}"
+                if (cfg.tenant, cfg.database) != ("default_tenant", "default_database"):
+                    self.location += f"/{cfg.tenant}/{cfg.database}"  # another library on the same server
+                if cfg.mode == "cloud" and cfg.api_key is None:
+                    raise ConfigError("store.mode=cloud needs a Chroma Cloud API key: set PAPERCHAT_STORE__API_KEY "
+                                      "(or api_key in the [store] table of $PAPERCHAT_HOME/config.toml)")
+                if cfg.mode == "server" and cfg.token is not None and not ssl and not _is_loopback(host):
+                    log.warning("the Chroma token goes to %s:%d over plain http; set PAPERCHAT_STORE__SSL=true "
+                                "(TLS in front of the server) unless this network is private", host, port)
                 self.client = self._connect()
+                if cfg.mode == "cloud":  # the tenant and database the key resolved to, for the lexical index's key
+                    self.location = f"{cfg.cloud_url}/{self.client.tenant}/{self.client.database}"
             else:
                 self.location = str(settings.store_path)
                 self._lock = StoreLock(settings.store_path)
@@ -167,27 +193,111 @@ class ChromaStore:
         return ChromaSettings(anonymized_telemetry=False, allow_reset=False)
 
     # ---- server connection ----------------------------------------------------------------------
+    def _endpoint(self) -> tuple[str, int, bool]:
+        """Host, port and TLS of the server (server mode) or of Chroma Cloud's API (cloud mode)."""
+        cfg = self.settings.store
+        if cfg.mode == "cloud":
+            u = urlsplit(cfg.cloud_url)
+            ssl = u.scheme == "https"
+            return str(u.hostname), u.port or (443 if ssl else 80), ssl
+        return cfg.host, cfg.port, cfg.ssl
+
+    def _auth_headers(self) -> dict[str, str]:
+        """The headers that carry the credentials (and ``store.headers``); secrets, never logged."""
+        cfg = self.settings.store
+        out = {name: value.get_secret_value() for name, value in cfg.headers.items()}
+        if cfg.mode == "cloud" and cfg.api_key is not None:
+            out["X-Chroma-Token"] = cfg.api_key.get_secret_value()  # what CloudClient sends
+        elif cfg.mode == "server" and cfg.token is not None:
+            token = cfg.token.get_secret_value()
+            out[cfg.token_header] = f"Bearer {token}" if cfg.token_header == "Authorization" else token
+        return out
+
     def _connect(self) -> Any:
-        """A new HttpClient that answered a heartbeat, with ``store.timeout_s`` on its requests."""
+        """A new HttpClient (server) or CloudClient (cloud) whose credentials the server accepted, with
+        ``store.timeout_s`` on its requests. A refused token or key is a ``ConfigError`` naming the server and
+        the setting, now and on any later request (a token rotated on the server while this process runs)."""
         import chromadb
         import httpx
+        from chromadb.errors import NotFoundError
 
         cfg = self.settings.store
+        host, port, ssl = self._endpoint()
+        headers = self._auth_headers()
         try:
-            client = chromadb.HttpClient(host=cfg.host, port=cfg.port, ssl=cfg.ssl, settings=self._chroma_settings())
+            self._preflight(host, port, ssl, headers)
+            settings = self._chroma_settings()
+            if cfg.mode == "cloud":
+                settings.chroma_server_headers = {k: v for k, v in headers.items() if k != "X-Chroma-Token"} or None
+                client = chromadb.CloudClient(tenant=cfg.tenant, database=cfg.database,
+                                              api_key=headers["X-Chroma-Token"], settings=settings,
+                                              cloud_host=host, cloud_port=port, enable_ssl=ssl)
+            else:
+                client = chromadb.HttpClient(host=host, port=port, ssl=ssl, headers=headers or None,
+                                             tenant=cfg.tenant, database=cfg.database, settings=settings)
             # chromadb's HTTP session has no timeout at all: a hung server would hang every caller.
             session = getattr(getattr(client, "_server", None), "_session", None)
             if isinstance(session, httpx.Client):
                 session.timeout = httpx.Timeout(cfg.timeout_s)
-            client.heartbeat()
+                session.event_hooks["response"] = [*session.event_hooks["response"], self._refused]
+        except NotFoundError as e:
+            raise ConfigError(f"{self._where(host, port)} has no tenant {cfg.tenant!r} with a database "
+                              f"{cfg.database!r} ({e}). Fix PAPERCHAT_STORE__TENANT / PAPERCHAT_STORE__DATABASE, "
+                              "or create them on the server (chromadb.AdminClient)") from None
         except Exception as e:
             if _unreachable(e):
                 raise self._down_error(e) from e
             raise
         return client
 
+    def _preflight(self, host: str, port: int, ssl: bool, headers: dict[str, str]) -> None:
+        """One request to the server's identity endpoint with the credentials and ``store.timeout_s``, before
+        chromadb builds its client: chromadb's own first requests have no timeout (an unreachable Chroma Cloud
+        would hang the caller) and report a refused token as a bare "Forbidden"."""
+        import httpx
+
+        with httpx.Client(timeout=httpx.Timeout(self.settings.store.timeout_s)) as http:
+            r = http.get(f"{'https' if ssl else 'http'}://{host}:{port}/api/v2/auth/identity", headers=headers)
+        if r.status_code in (401, 403):
+            raise self._auth_error(r.status_code, r.reason_phrase)
+
+    def _refused(self, response: Any) -> None:
+        """httpx response hook on chromadb's session: a credential refused later on is as clear as at connect."""
+        if response.status_code in (401, 403):
+            raise self._auth_error(response.status_code, response.reason_phrase)
+
+    def _where(self, host: str, port: int) -> str:
+        return f"Chroma Cloud at {host}:{port}" if self.settings.store.mode == "cloud" \
+            else f"the Chroma server at {host}:{port}"
+
+    def _auth_error(self, status: int, reason: str) -> ConfigError:
+        """What the server's 401/403 means and which setting to change; never the secret itself."""
+        cfg = self.settings.store
+        host, port, _ = self._endpoint()
+        said = f"HTTP {status} {reason}".strip()
+        if cfg.mode == "cloud":
+            return ConfigError(
+                f"Chroma Cloud at {host}:{port} refused the API key in PAPERCHAT_STORE__API_KEY ({said}). Check the "
+                "key (Chroma Cloud dashboard, your database's settings) and that it grants PAPERCHAT_STORE__TENANT "
+                "and PAPERCHAT_STORE__DATABASE")
+        if cfg.token is None:
+            return ConfigError(
+                f"the Chroma server at {host}:{port} requires authentication ({said}) and no token is set: set "
+                "PAPERCHAT_STORE__TOKEN to its token (sent as `Authorization: Bearer <token>`; set "
+                "PAPERCHAT_STORE__TOKEN_HEADER=X-Chroma-Token if the server reads that header)")
+        return ConfigError(
+            f"the Chroma server at {host}:{port} refused the token in PAPERCHAT_STORE__TOKEN ({said}), sent as "
+            f"{cfg.token_header}. Check the token, and PAPERCHAT_STORE__TOKEN_HEADER (Authorization or "
+            "X-Chroma-Token) against the server's configuration")
+
     def _down_error(self, e: BaseException) -> UpstreamError:
         cfg = self.settings.store
+        if cfg.mode == "cloud":
+            host, port, _ = self._endpoint()
+            return UpstreamError(
+                f"Chroma Cloud at {host}:{port} is not reachable ({e.__class__.__name__}: {e}). Check this "
+                "machine's network and proxy, or PAPERCHAT_STORE__CLOUD_URL; paperchat reconnects on the next "
+                "request, no restart needed")
         return UpstreamError(
             f"the Chroma server at {cfg.host}:{cfg.port} is not reachable ({e.__class__.__name__}: {e}). "
             f"Start it (`chroma run --path DIR --host {cfg.host} --port {cfg.port}`) or fix PAPERCHAT_STORE__HOST / "
