@@ -307,3 +307,46 @@ def test_serve_api_mounts_the_app_beside_the_api_and_refuses_an_open_bind(served
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def test_collections_list_scope_papers_search_ask_and_chat(served: Served) -> None:
+    stored = {p.id: p for p in served.rt.store.papers()}
+    fed = sorted(i for i, p in stored.items() if "federated" in p.abstract.lower())[:2]
+    eppo = next(i for i, p in stored.items() if "EPPO" in p.abstract)
+    assert len(fed) == 2 and eppo not in fed
+    sets = served.rt.collections()
+    sets.add("Federated reading", fed)
+    try:
+        with served.http() as http:
+            assert http.get("/v1/collections").json() == [{"name": "Federated reading", "papers": 2}]
+            page = http.get("/v1/papers", params={"collection": "Federated reading"}).json()
+            assert sorted(p["id"] for p in page["papers"]) == fed
+            assert page["filters"]["collection"] == "Federated reading"
+            found = http.post("/v1/search", json={"query": "EPPO energy loss", "k": 5,
+                                                  "filters": {"collection": "Federated reading"}}).json()
+            assert found["results"] and {r["paper"]["id"] for r in found["results"]} <= set(fed)
+            # asked within the collection, the EPPO question cannot cite the EPPO paper
+            turn = http.post("/v1/ask", json={"question": "What is EPPO?", "mode": "extractive",
+                                              "collection": "Federated reading"}).json()
+            assert turn["filters"]["collection"] == "Federated reading"
+            assert {c["paper_id"] for c in turn["citations"]} <= set(fed)
+            inside = http.post("/v1/ask", json={"question": "How does federated learning handle clients?",
+                                                "collection": "Federated reading"}).json()
+            assert inside["citations"] and {c["paper_id"] for c in inside["citations"]} <= set(fed)
+            chat = http.post("/v1/chat/completions", json={
+                "model": "paperchat-extractive", "collection": "Federated reading",
+                "messages": [{"role": "user", "content": "How does federated learning handle clients?"}]}).json()
+            cited = chat["choices"][0]["message"]["paperchat"]["citations"]
+            assert cited and {c["paper_id"] for c in cited} <= set(fed)
+
+            for r in (http.get("/v1/papers", params={"collection": "Federated readin"}),
+                      http.post("/v1/ask", json={"question": "What is EPPO?", "collection": "Federated readin"}),
+                      http.post("/v1/search", json={"query": "EPPO", "filters": {"collection": "Nope"}})):
+                err = r.json()["error"]
+                assert r.status_code == 400 and "no collection named" in err["message"], r.text
+                assert "'Federated reading'" in err["message"]  # the known names, to pick from
+            both = http.post("/v1/ask", json={"question": "What is EPPO?", "collection": "Federated reading",
+                                              "filters": {"collection": "Other"}})
+            assert both.status_code == 400 and both.json()["error"]["param"] == "collection"
+    finally:
+        sets.delete("Federated reading")

@@ -1,8 +1,10 @@
 """`paperchat api`: the cited answer pipeline as an OpenAI-compatible HTTP API (FastAPI on uvicorn).
 
 Routes: ``POST /v1/chat/completions`` (OpenAI wire format, streamed as SSE or not), ``GET /v1/models``,
-``POST /v1/search``, ``GET /v1/papers``, ``GET /v1/papers/{id}``, ``POST /v1/ask`` (the ``ask --json`` turn),
-``GET /v1/stats``, ``GET /healthz``; OpenAPI docs at ``/docs``. Everything goes through ``ui.library``.
+``POST /v1/search``, ``GET /v1/papers``, ``GET /v1/papers/{id}``, ``GET /v1/collections``, ``POST /v1/ask`` (the
+``ask --json`` turn), ``GET /v1/stats``, ``GET /healthz``; OpenAPI docs at ``/docs``. Everything goes through
+``ui.library``. Questions and searches can be scoped to a named collection (``collection``, top level or in
+``filters``); an unknown one is a 400 naming the known ones.
 
 A chat answer's text keeps its ``[n]`` markers and ends with a references list; the structured turn
 (``Answer.to_dict()``: citations with ``supported``, warnings, filters, closest papers) travels in the extra
@@ -169,9 +171,26 @@ class Filters(BaseModel):
     year_from: int | None = Field(None, ge=1800, le=2100)
     year_to: int | None = Field(None, ge=1800, le=2100)
     paper_ids: list[str] = Field(default_factory=list, max_length=500)
+    collection: str | None = Field(None, max_length=200, description="only papers in this named collection")
 
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True, exclude_defaults=True)
+
+
+def _collection() -> Any:
+    return Field(None, max_length=200, description="only papers in this named collection (GET /v1/collections "
+                 "lists them); the same as filters.collection")
+
+
+def filters_of(filters: Filters | None, collection: str | None) -> dict[str, Any] | None:
+    """A request's filters with its top-level ``collection`` folded in (400 when the two name different ones)."""
+    out = filters.as_dict() if filters else {}
+    if collection:
+        if out.get("collection") not in (None, collection):
+            raise APIError(400, f"two collections named: collection={collection!r} and "
+                           f"filters.collection={out['collection']!r}; give one", param="collection")
+        out["collection"] = collection
+    return out or None
 
 
 class ChatRequest(BaseModel):
@@ -183,6 +202,7 @@ class ChatRequest(BaseModel):
     stream: bool = False
     k: int | None = Field(None, ge=1, le=50, description="papers retrieved (paperchat extension)")
     filters: Filters | None = Field(None, description="paper filters (paperchat extension)")
+    collection: str | None = _collection()
 
 
 class AskRequest(BaseModel):
@@ -192,6 +212,7 @@ class AskRequest(BaseModel):
     mode: Literal["extractive", "llm"] | None = None
     k: int | None = Field(None, ge=1, le=50)
     filters: Filters | None = None
+    collection: str | None = _collection()
 
 
 class SearchRequest(BaseModel):
@@ -199,6 +220,7 @@ class SearchRequest(BaseModel):
     query: str
     k: int | None = Field(None, ge=1, le=50)
     filters: Filters | None = None
+    collection: str | None = _collection()
 
 
 # ---- the app -------------------------------------------------------------------------------------------
@@ -332,7 +354,7 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
     async def chat_completions(req: ChatRequest, _: str = Depends(counted)) -> Any:
         mode = mode_of(req.model)
         messages = check_messages(req.messages)
-        filters = req.filters.as_dict() if req.filters else None
+        filters = filters_of(req.filters, req.collection)
         answer: Answer = await compute(library.ask_messages, lib, messages, mode, req.k, filters)
         text = library.answer_text(answer)
         turn = answer.to_dict()
@@ -358,14 +380,14 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
         """One turn, exactly as ``paperchat ask --json`` prints it."""
         history_msgs = check_messages(req.history)
         messages = history_msgs + [{"role": "user", "content": req.question}]
-        filters = req.filters.as_dict() if req.filters else None
+        filters = filters_of(req.filters, req.collection)
         answer: Answer = await compute(library.ask_messages, lib, messages, req.mode, req.k, filters)
         return answer.to_dict()
 
     @app.post("/v1/search", tags=["paperchat"])
     async def search(req: SearchRequest, _: str = Depends(counted)) -> dict[str, Any]:
         """Papers ranked for a query, with their scores and why they matched."""
-        filters = req.filters.as_dict() if req.filters else None
+        filters = filters_of(req.filters, req.collection)
         result: dict[str, Any] = await compute(library.search, lib, req.query, filters, req.k)
         return result
 
@@ -374,6 +396,7 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
                      category: str | None = Query(None, max_length=200),
                      year: str | None = Query(None, pattern=r"^\d{4}?(-\d{4}?)?$", description="YEAR or FROM-TO"),
                      text: str | None = Query(None, max_length=500),
+                     collection: str | None = Query(None, max_length=200, description="only this collection's"),
                      offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=library.MAX_LIST),
                      _: str = Depends(caller)) -> dict[str, Any]:
         """Stored papers matching the filters, sorted by label, one page at a time."""
@@ -381,7 +404,13 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
         year_from = int(lo) if lo else None
         year_to = int(hi) if hi else (year_from if not _sep else None)
         result: dict[str, Any] = await compute(library.list_papers, lib, author, category, year_from, year_to,
-                                               text, offset, limit)
+                                               text, offset, limit, collection)
+        return result
+
+    @app.get("/v1/collections", tags=["paperchat"])
+    async def collections(_: str = Depends(caller)) -> list[dict[str, Any]]:
+        """The named collections with their number of papers, as ``paperchat collection list --json``."""
+        result: list[dict[str, Any]] = await compute(library.list_collections, lib)
         return result
 
     @app.get("/v1/papers/{paper_id:path}", tags=["paperchat"])

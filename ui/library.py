@@ -22,7 +22,8 @@ from typing import Any
 from rag.answer import Answer, Citation, closest_line
 from rag.config import Settings
 from rag.errors import InputError
-from rag.index.catalog import PaperQuery, find_papers
+from rag.index.catalog import PaperQuery, find_papers, scoped
+from rag.index.collections import check_name
 from rag.index.store import ChromaStore
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain
@@ -54,15 +55,15 @@ class Library:
 
 # ---- filters ------------------------------------------------------------------------------------------
 def query_from(filters: dict[str, Any] | None) -> PaperQuery | None:
-    """A filters object (author, category, year_from, year_to, paper_ids; ``year`` for one year) as a query;
-    None when it restricts nothing. Unknown keys are an ``InputError`` naming them."""
+    """A filters object (author, category, year_from, year_to, paper_ids, collection; ``year`` for one year) as a
+    query; None when it restricts nothing. Unknown keys are an ``InputError`` naming them."""
     if not filters:
         return None
     known = {f.name for f in fields(PaperQuery)} - {"text"} | {"year"}
     unknown = sorted(set(filters) - known)
     if unknown:
         raise InputError(f"unknown filter(s) {', '.join(unknown)}: use author, category, year, year_from, "
-                         "year_to, paper_ids", where="filters")
+                         "year_to, paper_ids, collection", where="filters")
     f = dict(filters)
     year = f.pop("year", None)
     if year is not None:
@@ -74,12 +75,64 @@ def query_from(filters: dict[str, Any] | None) -> PaperQuery | None:
     ids = f.get("paper_ids") or []
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise InputError("paper_ids must be a list of strings", where="filters")
-    for key in ("author", "category"):
+    for key in ("author", "category", "collection"):
         if f.get(key) is not None and not isinstance(f[key], str):
             raise InputError(f"{key} must be a string", where="filters")
     q = PaperQuery(author=f.get("author") or None, category=f.get("category") or None,
-                   year_from=f.get("year_from"), year_to=f.get("year_to"), paper_ids=list(ids))
+                   year_from=f.get("year_from"), year_to=f.get("year_to"), paper_ids=list(ids),
+                   collection=(f.get("collection") or "").strip() or None)
     return None if q.is_empty() else q
+
+
+def resolve(runtime: Runtime, q: PaperQuery | None) -> PaperQuery | None:
+    """``q`` with its collection's members as paper ids (``rag.index.catalog.scoped``), for the routes that
+    search or list without the answer chain (which does this itself). An unknown collection is an
+    ``InputError`` naming the known ones."""
+    if q is None or not q.collection:
+        return q
+    return scoped(q, runtime.collections().members(q.collection))
+
+
+# ---- collections ---------------------------------------------------------------------------------------
+def collection_counts(runtime: Runtime) -> dict[str, int]:
+    """Every named collection with its number of papers (case-insensitive order)."""
+    return runtime.collections().counts()
+
+
+def list_collections(lib: Library) -> list[dict[str, Any]]:
+    """``paperchat collection list --json``: ``[{"name", "papers"}]``."""
+    return [{"name": name, "papers": n} for name, n in collection_counts(lib.runtime).items()]
+
+
+def stored_ids(runtime: Runtime, paper_ids: Sequence[str]) -> list[str]:
+    """The ids of ``paper_ids`` that name stored papers (in the order given, once each)."""
+    wanted = list(dict.fromkeys(i for i in paper_ids if i))
+    found = {p.id for p in runtime.store.papers(wanted)} if wanted else set()
+    return [i for i in wanted if i in found]
+
+
+def add_to_collection(runtime: Runtime, name: str, paper_ids: Sequence[str]) -> tuple[str, int, int]:
+    """Put stored papers in a collection (made if new): (the name as stored, papers added, papers in it now).
+    ``InputError`` for a bad name or when no paper is given; nothing is written then."""
+    ids = stored_ids(runtime, paper_ids)
+    if not ids:
+        raise InputError("select papers first: tick them in the table")
+    name = check_name(name)
+    sets = runtime.collections()
+    added = sets.add(name, ids)
+    return name, added, len(sets.members(name))
+
+
+def remove_from_collection(runtime: Runtime, name: str, paper_ids: Sequence[str]) -> tuple[str, int, int]:
+    """Take papers out of a collection (never out of the library): (name, papers removed, papers left in it).
+    ``InputError`` for an unknown collection or when no paper is given."""
+    ids = [i for i in dict.fromkeys(paper_ids) if i]
+    if not ids:
+        raise InputError("select papers first: tick them in the table")
+    name = check_name(name)
+    sets = runtime.collections()
+    removed = sets.remove(name, ids)
+    return name, removed, sets.counts().get(name, 0)
 
 
 # ---- reading the library -------------------------------------------------------------------------------
@@ -90,7 +143,7 @@ def search(lib: Library, query: str, filters: dict[str, Any] | None = None, k: i
     if k is not None and not 1 <= k <= 50:
         raise InputError(f"k must be between 1 and 50, got {k}", where="k")
     q = query_from(filters)
-    result = lib.chain.retriever.search(query, k=k or lib.settings.retrieval.k, filters=q)
+    result = lib.chain.retriever.search(query, k=k or lib.settings.retrieval.k, filters=resolve(lib.runtime, q))
     return {
         "query": query,
         "filters": (q or PaperQuery()).as_dict(),
@@ -106,15 +159,16 @@ def search(lib: Library, query: str, filters: dict[str, Any] | None = None, k: i
 
 def list_papers(lib: Library, author: str | None = None, category: str | None = None, year_from: int | None = None,
                 year_to: int | None = None, text: str | None = None, offset: int = 0,
-                limit: int = 50) -> dict[str, Any]:
-    """Stored papers matching the filters, sorted by label: one page (``offset``, ``limit`` ≤ 500)."""
+                limit: int = 50, collection: str | None = None) -> dict[str, Any]:
+    """Stored papers matching the filters, sorted by label: one page (``offset``, ``limit`` ≤ 500); with
+    ``collection``, only its papers (an unknown one is an ``InputError`` naming the known ones)."""
     if not 1 <= limit <= MAX_LIST:
         raise InputError(f"limit must be between 1 and {MAX_LIST}, got {limit}", where="limit")
     if offset < 0:
         raise InputError(f"offset must be 0 or more, got {offset}", where="offset")
     q = PaperQuery(author=author or None, category=category or None, year_from=year_from, year_to=year_to,
-                   text=text or None)
-    found = find_papers(lib.runtime.store, q, limit=offset + limit + 1)
+                   text=text or None, collection=(collection or "").strip() or None)
+    found = find_papers(lib.runtime.store, resolve(lib.runtime, q) or q, limit=offset + limit + 1)
     page = found[offset:offset + limit]
     return {"filters": q.as_dict(), "offset": offset, "limit": limit, "has_more": len(found) > offset + limit,
             "papers": [p.to_dict() for p in page]}
