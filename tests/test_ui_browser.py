@@ -1,6 +1,6 @@
 """The real app in headless Chromium (Debian's, through Playwright): chat, cards, filters, follow-ups, exports,
-feedback, uploads, and a hostile paper that must stay inert. One server per module; screenshots go to
-tests/artifacts/ (not committed)."""
+feedback, uploads, collections (made in the Library, asked within from the Library and the chat), and a hostile
+paper that must stay inert. One server per module; screenshots go to tests/artifacts/ (not committed)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ pytestmark = pytest.mark.browser
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 EVIL = "evil.example"
+SEEDED = "Seeded <set>"  # a collection made before the app starts (the name is shown escaped)
 HOSTILE = {
     "title": 'Zebrafish lensing <img src="http://evil.example/title.png" onerror="window.__pwned=1">',
     "authors": ["Mallory Evil", "Eve Attacker"],
@@ -85,6 +86,9 @@ def app_server(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Itera
     hostile.write_text(json.dumps([HOSTILE]))
     report = runtime.ingestor(progress=False).ingest([hostile])
     assert report.added == 1, report.summary()
+    seeded = sorted(p.id for p in runtime.store.papers() if re.search(r"\b(EPPO|FedGMT|Video-MTR)\b", p.abstract))
+    assert len(seeded) == 3
+    runtime.collections().add(SEEDED, seeded)  # made before the app starts, as `paperchat collection add` would
     app = build_app(runtime, settings)
     launch(app, settings, block=False, server_port=free_port())
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -309,6 +313,76 @@ def test_upload_a_file_and_find_its_papers(page: Any, app_server: dict[str, Any]
     page.click("button[role=tab]:has-text('Chat')")
     ask(page, "What are okapi kernels?")
     assert "Okapi Kernels" in page.locator("#pc-sources").inner_text()
+
+
+ROW_BOX = '#pc-library [role=gridcell][data-row="{}"][data-col="0"] input[type=checkbox]'
+
+
+def tick_rows(page: Any, rows: list[int]) -> list[str]:
+    """Tick Library table rows; returns their paper ids (the last column)."""
+    ids = []
+    for r in rows:
+        page.locator(ROW_BOX.format(r)).check()
+        ids.append(page.locator(f'#pc-library [data-testid="cell-{r}-6"]').inner_text().strip())
+    return ids
+
+
+def cited_ids(app_server: dict[str, Any], page: Any) -> set[str]:
+    """The ids of the papers the sources panel shows (by their stored label)."""
+    by_label = {p.label: p.id for p in app_server["runtime"].store.papers()}
+    titles = page.locator("#pc-sources .pc-title").all_inner_texts()
+    return {by_label[t] for t in titles}
+
+
+def test_collections_in_the_library_and_asking_about_selected_papers(page: Any, app_server: dict[str, Any]) -> None:
+    sets = app_server["runtime"].collections()
+    page.click("button[role=tab]:has-text('Library')")
+    assert f"{SEEDED} (3)" in page.locator("#pc-collections").inner_text()  # made beforehand, with its count
+    page.click("#pc-coll-add")  # nothing ticked: a visible message, nothing written
+    page.locator("#pc-coll-status :text('select papers first')").wait_for()
+    assert sets.counts() == {SEEDED: 3}
+
+    ids = tick_rows(page, [0, 1])
+    name = page.locator("#pc-coll-name input")
+    name.fill("Picked in the browser")
+    name.press("Enter")
+    page.click("#pc-coll-add")
+    page.wait_for_function("document.querySelector('#pc-collections').innerText.includes('Picked in the browser (2)')")
+    assert sets.members("Picked in the browser") == frozenset(ids)
+    assert "Added 2 papers" in page.locator("#pc-coll-status").inner_text()
+    assert page.locator('#pc-library [data-testid="cell-0-5"]').inner_text().strip() == "Picked in the browser"
+    shot(page, "library-collections")
+
+    tick_rows(page, [0, 1])  # the table was refreshed (ticks cleared): tick the same two again
+    page.click("#pc-ask-these")
+    page.locator("#pc-scope .pc-scope").wait_for()  # switched to the chat, scoped to them
+    assert page.locator("#pc-question textarea").is_visible()
+    assert "2 selected papers" in page.locator("#pc-scope").inner_text()
+    msg = ask(page, "What methods do these papers propose?")
+    assert "2 selected papers" in msg.locator(".pc-filters").inner_text()
+    cited = cited_ids(app_server, page)
+    assert cited and cited <= set(ids), (cited, ids)
+    md = download(page, "#pc-export-md", app_server["home"])
+    assert "Scope: 2 selected papers" in md.read_text()
+
+    page.click("#pc-clear-filters")  # clears the selection too
+    page.wait_for_function("document.querySelector('#pc-scope').innerText.trim() === ''")
+
+
+def test_chat_collection_picker_scopes_the_answer(page: Any, app_server: dict[str, Any]) -> None:
+    seeded = app_server["runtime"].collections().members(SEEDED)
+    page.click("#pc-collection input")
+    page.locator(f'li[data-testid="dropdown-option"][aria-label="{SEEDED} (3)"]').click()
+    msg = ask(page, "What is procedural pretraining?")  # the whole library would cite the procedural paper
+    assert f"collection: {SEEDED}" in msg.locator(".pc-filters").inner_text()
+    assert procedural_label(app_server) not in page.locator("#pc-sources").inner_text()
+    assert cited_ids(app_server, page) <= seeded
+    msg = ask(page, "What does EPPO penalize?")
+    cited = cited_ids(app_server, page)
+    assert cited and cited <= seeded
+    shot(page, "chat-collection")
+    page.click("#pc-clear-filters")
+    page.wait_for_function("document.querySelector('#pc-collection input').value === ''")
 
 
 def test_llm_mode_streams_sentences_and_flags_unsupported_citations(browser: Any, app_server: dict[str, Any]) -> None:

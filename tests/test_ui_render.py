@@ -17,7 +17,7 @@ from rag.answer import Answer, Citation
 from rag.errors import BudgetExceeded, InputError
 from rag.records import StoredPaper
 from ui import render, services
-from ui.export import bib_key, bibtex, conversation_markdown
+from ui.export import bib_key, bibtex, conversation_markdown, conversation_scope, papers_markdown
 from ui.safe import MATH, inline, paper_links, safe_url
 
 HOSTILE = (
@@ -215,6 +215,30 @@ def test_conversation_markdown_has_one_reference_list() -> None:
     assert "<script" not in html and "<img" not in html
 
 
+def test_exports_name_their_scope() -> None:
+    scoped = answer("It works [1].", filters={"collection": "RLHF"})
+    picked = answer("It works [1].", filters={"paper_ids": ["a", "b"]})
+    assert "Scope: the whole library" in conversation_markdown([answer()])
+    assert "Scope: collection “RLHF”\n" in conversation_markdown([scoped, scoped])
+    assert "Scopes: collection “RLHF”; 2 selected papers; the whole library" in conversation_markdown(
+        [scoped, picked, answer()])
+    head = bibtex([cite(1)], scope=conversation_scope([scoped])).split("\n\n")[0]
+    assert head == "% Exported by paperchat\n% Scope: collection “RLHF”"
+    papers = [StoredPaper(id="arxiv:2101.00001", label="L", title="Shared <img src=x>", authors=("Ada Lovelace",),
+                          year=2021, abstract="A."), StoredPaper(id="h:1", label="Second")]
+    md = papers_markdown(papers, "collection “To read”")
+    assert "Scope: collection “To read” · 2 papers" in md and re.search(r"^2\. \*\*Second\*\*", md, re.M)
+    assert_inert(chat_html(md), {"h1", "p", "ol", "li", "strong", "a"})
+
+
+def test_bibtex_scope_of_any_name_keeps_the_file_parseable() -> None:
+    name = 'evil\n@misc{x, title={y}} 100% {"'
+    text = bibtex([cite(1), cite(2)], scope=f"collection “{name}”")
+    lib = bibtexparser.parse_string(text)
+    assert not lib.failed_blocks and [e.key for e in lib.entries] == [bib_key(cite(1)), bib_key(cite(2))]
+    assert text.splitlines()[1].startswith("% Scope: collection “evil ＠misc")
+
+
 def test_export_of_hostile_answer_is_inert() -> None:
     c = cite(1, title="[x](javascript:alert(1))", abstract=HOSTILE, url="javascript:alert(1)")
     html = chat_html(conversation_markdown([answer(HOSTILE + " [1]", citations=[c], question=HOSTILE)]))
@@ -316,9 +340,39 @@ def test_stats_and_library_rows() -> None:
     md = render.stats_markdown({"papers": 3, "chunks": 4, "authors": 5, "categories": 2, "years": (2020, 2020),
                                 "model": "m_<x>"})
     assert "**3** papers" in md and "**2020** years" in md and "m\\_&lt;x&gt;" in md
-    rows = render.library_rows([StoredPaper(id="a", label="L", authors=("A", "B", "C", "D", "E"), categories=("X",),
-                                            year=None)])
-    assert rows == [["L", "A, B, C, D et al.", "X", "", "a"]]
+    papers = [StoredPaper(id="a", label="L", authors=("A", "B", "C", "D", "E"), categories=("X",), year=None),
+              StoredPaper(id="b", label="M", year=2020)]
+    rows = render.library_rows(papers, {"b": ["RLHF", "To read"]})
+    assert rows == [[False, "L", "A, B, C, D et al.", "X", "", "", "a"],
+                    [False, "M", "", "", 2020, "RLHF; To read", "b"]]
+    assert len(rows[0]) == len(render.LIBRARY_HEADERS) == len(render.LIBRARY_TYPES)
+
+
+def test_selected_ids_reads_the_ticked_rows_once_in_table_order() -> None:
+    rows = [[True, "T1", "", "", "", "", "b"], [False, "T2", "", "", "", "", "a"], ["true", "T3", "", "", "", "", "c"],
+            [True, "T1 again", "", "", "", "", "b"], [True, "", "", "", "", "", ""],  # a blank row added in the table
+            [True, "short row"], None]
+    assert render.selected_ids(rows) == ["b", "c"]
+    assert render.selected_ids(None) == [] and render.selected_ids([]) == []
+
+
+def test_collections_are_listed_with_counts_and_escaped() -> None:
+    counts = {"RLHF": 3, 'x <img src=x onerror="alert(1)"> [l](javascript:alert(1))': 1}
+    assert render.collection_choices(counts) == [("RLHF (3)", "RLHF"), (f"{list(counts)[1]} (1)", list(counts)[1])]
+    md = render.collections_markdown(counts)
+    assert "**RLHF** (3)" in md
+    assert_inert(chat_html(md), {"p", "strong"})
+    assert "No collections yet" in render.collections_markdown({})
+    scope = render.scope_markdown(["A <script>x</script>", "B"] + [f"P{i}" for i in range(6)])
+    assert "8 selected papers" in scope and "(3 more)" in scope and "P5" not in scope
+    assert_inert(chat_html(scope), {"p", "span", "em"})
+    assert render.scope_markdown([]) == ""
+
+
+def test_answer_shows_the_collection_it_was_asked_within() -> None:
+    md = render.answer_markdown(answer(filters={"collection": "RL <b>papers</b>", "paper_ids": ["a", "b"]}))
+    shown = re.search(r'<span class="pc-filters">(.*?)</span>', md)
+    assert shown and "collection&#58; RL &lt;b&gt;papers&lt;/b&gt; · 2 selected papers" in shown.group(1)
 
 
 def test_ingest_report_lists_problems_escaped() -> None:

@@ -21,9 +21,10 @@ from rag.limits import check_question
 from rag.qa.chain import AnswerChain, resolve_mode
 from rag.resources import sample_dir
 from rag.runtime import Runtime
-from ui import render, services
+from ui import library, render, services
 from ui.assets import CSS, LATEX_DELIMITERS, PAGE_JS
-from ui.export import bibtex, cited_papers, conversation_markdown
+from ui.export import as_citation as export_citation
+from ui.export import bibtex, cited_papers, conversation_markdown, conversation_scope, papers_markdown
 from ui.safe import inline
 from ui.services import is_loopback
 
@@ -93,6 +94,12 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
     examples = services.example_questions(services.example_papers(runtime),
                                           category_counts=services.category_counts(runtime))
     delay = settings.ui.stream_delay_ms / 1000
+    counts = library.collection_counts(runtime)
+
+    def library_rows(q: PaperQuery) -> list[list[Any]]:
+        """The Library table for a query (its collection applied), each row with the collections it is in."""
+        papers = find_papers(runtime.store, library.resolve(runtime, q) or q, LIBRARY_LIMIT)
+        return render.library_rows(papers, runtime.collections().of_papers([p.id for p in papers]))
 
     def header() -> str:
         n = services.paper_count(runtime)
@@ -105,11 +112,14 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                    delete_cache=(3600, 3600)) as app:
         session = gr.State(_new_session())
         head = gr.Markdown(header(), elem_id="pc-header")
-        with gr.Tabs():
+        scope_ids = gr.State([])  # the papers "Ask about these papers" scoped the chat to
+        with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
                 with gr.Row(equal_height=True, elem_id="pc-controls"):
                     category = gr.Dropdown(cats, value=None, label="Category", allow_custom_value=True,
-                                           elem_id="pc-category", scale=3, min_width=180)
+                                           elem_id="pc-category", scale=2, min_width=170)
+                    collection = gr.Dropdown(render.collection_choices(counts), value=None, label="Collection",
+                                             elem_id="pc-collection", scale=2, min_width=160)
                     author = gr.Textbox(label="Author", placeholder="name or surname", elem_id="pc-author", scale=2,
                                         min_width=140)
                     year_from = gr.Textbox(label="Year from", placeholder="e.g. 2019", elem_id="pc-year-from",
@@ -122,6 +132,7 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                                     min_width=150)
                     clear_btn = gr.Button("Clear filters", size="sm", elem_id="pc-clear-filters", scale=0,
                                           min_width=110)
+                scope_md = gr.Markdown("", elem_id="pc-scope")
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=3, min_width=420):
                         chatbot = gr.Chatbot(
@@ -153,13 +164,34 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                     lib_author = gr.Textbox(label="Author", scale=2, elem_id="pc-lib-author")
                     lib_cat = gr.Dropdown(cats, value=None, label="Category", allow_custom_value=True, scale=2,
                                           elem_id="pc-lib-category")
+                    lib_coll = gr.Dropdown(render.collection_choices(counts), value=None, label="Collection", scale=2,
+                                           elem_id="pc-lib-collection")
                     lib_from = gr.Textbox(label="Year from", min_width=90, elem_id="pc-lib-from")
                     lib_to = gr.Textbox(label="Year to", min_width=90, elem_id="pc-lib-to")
                     lib_btn = gr.Button("Search", variant="primary", min_width=90, scale=0, elem_id="pc-lib-search")
-                table = gr.Dataframe(render.library_rows(find_papers(runtime.store, PaperQuery(), LIBRARY_LIMIT)),
-                                     headers=render.LIBRARY_HEADERS, datatype="str", interactive=False, wrap=True,
-                                     max_height=520, elem_id="pc-library", column_widths=["34%", "22%", "24%",
-                                                                                          "6%", "14%"])
+                coll_list = gr.Markdown(render.collections_markdown(counts), elem_id="pc-collections")
+                # Ticking rows selects papers; every other column is read-only.
+                table = gr.Dataframe(library_rows(PaperQuery()), headers=render.LIBRARY_HEADERS,
+                                     datatype=render.LIBRARY_TYPES, interactive=True,
+                                     static_columns=list(range(1, len(render.LIBRARY_HEADERS))), wrap=True,
+                                     type="array", max_height=520, elem_id="pc-library",
+                                     column_widths=["7%", "29%", "18%", "16%", "6%", "12%", "12%"])
+                with gr.Row(equal_height=True, elem_id="pc-coll-actions"):
+                    coll_name = gr.Dropdown(list(counts), value=None, allow_custom_value=True, label="Collection name",
+                                            info="pick one or type a new name", elem_id="pc-coll-name", scale=3,
+                                            min_width=200)
+                    add_btn = gr.Button("Add to collection", elem_id="pc-coll-add", scale=1, min_width=140)
+                    remove_btn = gr.Button("Remove from collection", elem_id="pc-coll-remove", scale=1, min_width=160)
+                    ask_these_btn = gr.Button("Ask about these papers", variant="primary", elem_id="pc-ask-these",
+                                              scale=1, min_width=170)
+                    lib_md_btn = gr.Button("Export Markdown", size="sm", elem_id="pc-lib-export-md", scale=0,
+                                           min_width=130)
+                    lib_bib_btn = gr.Button("Export .bib", size="sm", elem_id="pc-lib-export-bib", scale=0,
+                                            min_width=100)
+                coll_status = gr.Markdown("Tick papers in the table to add them to a collection, ask about them or "
+                                          "export them (with none ticked, the chosen collection is used).",
+                                          elem_id="pc-coll-status")
+                lib_download = gr.File(label="Download", visible=False, interactive=False, elem_id="pc-lib-download")
                 with gr.Accordion("Add papers", open=True):
                     gr.Markdown("Upload a file in any supported format: listing (.txt), arXiv JSONL or Atom, "
                                 f"BibTeX, CSV, JSON or JSONL — up to {settings.limits.upload_mb:g} MB. "
@@ -173,12 +205,15 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                             ingest_btn = gr.Button("Add to library", variant="primary", elem_id="pc-ingest")
                     ingest_out = gr.Markdown(elem_id="pc-ingest-report")
 
-        filter_controls = [category, author, year_from, year_to]
+        filter_controls = [category, author, year_from, year_to, collection]
+        cleared_filters = (None, "", "", "", None)
 
         # ---- chat -----------------------------------------------------------------------------
         def ask(text: str, chat: list[dict[str, Any]], state: dict[str, Any], k_: float, mode_: str,
-                cat: str | None, who: str | None, y0: Any, y1: Any) -> Iterator[tuple[Any, ...]]:
-            keep = (gr.skip(),) * 5
+                cat: str | None, who: str | None, y0: Any, y1: Any, coll: str | None = None,
+                within: list[str] | None = None) -> Iterator[tuple[Any, ...]]:
+            skips = (gr.skip(),) * len(filter_controls)
+            keep = (gr.skip(), *skips)
             text = (text or "").strip()
             if not text:
                 yield chat, state, gr.skip(), *keep
@@ -189,13 +224,16 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
             try:
                 text = check_question(text, settings.limits)
                 state["stamps"] = services.check_rate(state["stamps"], settings.limits.requests_per_minute)
-                filters = services.filters_from_controls(cat, who, y0, y1)
+                filters = services.filters_from_controls(cat, who, y0, y1) or PaperQuery()
+                filters.collection = (coll or "").strip() or None
+                filters.paper_ids = list(within or [])
                 turn = len(state["answers"])
                 chat.append({"role": "assistant", "content": render.streaming_markdown("")})
                 state["msg_turn"].append(None)
-                yield chat, state, gr.skip(), "", *(gr.skip(),) * 4
+                yield chat, state, gr.skip(), "", *skips
                 answer = None
-                for item in chain.stream(text, history=state["answers"], k=int(k_), filters=filters,
+                for item in chain.stream(text, history=state["answers"], k=int(k_),
+                                         filters=None if filters.is_empty() else filters,
                                          mode=chain.resolve_mode(mode_)):
                     if isinstance(item, Answer):
                         answer = item
@@ -211,7 +249,7 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                 state["shown"] = turn
                 chat[-1] = {"role": "assistant", "content": render.answer_markdown(answer, turn)}
                 yield (chat, state, render.sources_html(answer, turn), gr.skip(),
-                       *services.controls_from_filters(answer.filters))
+                       *services.controls_from_filters(answer.filters), answer.filters.get("collection"))
             except Exception as e:  # shown in the chat; the app goes on
                 if isinstance(e, PaperchatError):
                     log.info("question refused: %s", e)
@@ -229,9 +267,9 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                 else:
                     chat.append(message)
                     state["msg_turn"].append(None)
-                yield chat, state, gr.skip(), text, *(gr.skip(),) * 4
+                yield chat, state, gr.skip(), text, *skips
 
-        ask_io: dict[str, Any] = {"inputs": [question, chatbot, session, k, mode, *filter_controls],
+        ask_io: dict[str, Any] = {"inputs": [question, chatbot, session, k, mode, *filter_controls, scope_ids],
                   "outputs": [chatbot, session, sources, question, *filter_controls],
                   "show_progress": "minimal"}
         question.submit(ask, api_name="ask", **ask_io)  # a stable API name for scripted clients
@@ -245,13 +283,15 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
         def new_conversation(state: dict[str, Any]) -> tuple[Any, ...]:
             fresh = _new_session()
             fresh["stamps"] = state.get("stamps", [])
-            return ([], fresh, render.sources_html(None), gr.update(value=None, visible=False), None, "", "", "")
+            return ([], fresh, render.sources_html(None), gr.update(value=None, visible=False), *cleared_filters,
+                    [], "")
 
         reset_io: dict[str, Any] = {"inputs": [session],
-                                    "outputs": [chatbot, session, sources, download, *filter_controls]}
+                                    "outputs": [chatbot, session, sources, download, *filter_controls, scope_ids,
+                                                scope_md]}
         new_btn.click(new_conversation, api_name="new_conversation", **reset_io)
         chatbot.clear(new_conversation, **reset_io)
-        clear_btn.click(lambda: (None, "", "", ""), None, filter_controls, queue=False)
+        clear_btn.click(lambda: (*cleared_filters, [], ""), None, [*filter_controls, scope_ids, scope_md], queue=False)
 
         def show_turn(state: dict[str, Any], evt: gr.SelectData) -> Any:
             idx = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
@@ -288,7 +328,8 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
                 if not papers:
                     gr.Warning("No paper has been cited yet.")
                     return gr.skip()
-                path = services.write_atomic(services.export_path(settings.home, ".bib"), bibtex(papers))
+                path = services.write_atomic(services.export_path(settings.home, ".bib"),
+                                             bibtex(papers, scope=conversation_scope(answers)))
             log.info("exported %s", path)
             return gr.update(value=_served_copy(app, path), visible=True)
 
@@ -296,18 +337,105 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
         bib_btn.click(lambda s: export(s, "bib"), [session], [download])
 
         # ---- library --------------------------------------------------------------------------
-        def search(text: str, who: str, cat: str | None, y0: Any, y1: Any) -> Any:
+        def search(text: str, who: str, cat: str | None, y0: Any, y1: Any, coll: str | None) -> Any:
             try:
                 q = services.filters_from_controls(cat, who, y0, y1) or PaperQuery()
+                q.text = (text or "").strip() or None
+                q.collection = (coll or "").strip() or None
+                return library_rows(q)
             except InputError as e:
                 gr.Warning(str(e))
                 return gr.skip()
-            q.text = (text or "").strip() or None
-            return render.library_rows(find_papers(runtime.store, q, LIBRARY_LIMIT))
 
-        lib_inputs = [lib_text, lib_author, lib_cat, lib_from, lib_to]
+        lib_inputs = [lib_text, lib_author, lib_cat, lib_from, lib_to, lib_coll]
         lib_btn.click(search, lib_inputs, [table], show_progress="minimal")
         lib_text.submit(search, lib_inputs, [table], show_progress="minimal")
+        lib_coll.input(search, lib_inputs, [table], show_progress="minimal")
+
+        # ---- collections ----------------------------------------------------------------------
+        def collection_widgets(chat_coll: str | None, lib_value: str | None, name: str | None) -> tuple[Any, ...]:
+            """The collection pickers, the name field and the list, refreshed (a value whose collection is gone
+            is cleared)."""
+            now = library.collection_counts(runtime)
+            choices = render.collection_choices(now)
+            return (gr.update(choices=choices, value=chat_coll if chat_coll in now else None),
+                    gr.update(choices=choices, value=lib_value if lib_value in now else None),
+                    gr.update(choices=list(now), value=name), render.collections_markdown(now))
+
+        def remaining(name: str | None) -> bool:
+            return bool(name) and name in library.collection_counts(runtime)
+
+        coll_outputs = [collection, lib_coll, coll_name, coll_list]
+        app.load(lambda: collection_widgets(None, None, None), None, coll_outputs, show_progress="hidden")
+
+        def change_collection(action: str, rows: Any, name: str | None, chat_coll: str | None, text: str, who: str,
+                              cat: str | None, y0: Any, y1: Any, lib_value: str | None) -> tuple[Any, ...]:
+            ids = render.selected_ids(rows)
+            try:
+                if action == "add":
+                    stored, n, total = library.add_to_collection(runtime, name or "", ids)
+                    note = (f"Added {n} paper{'s' if n != 1 else ''} to **{inline(stored, 'chat')}** "
+                            f"({total} in it now).")
+                else:
+                    stored, n, total = library.remove_from_collection(runtime, name or "", ids)
+                    note = (f"Removed {n} paper{'s' if n != 1 else ''} from **{inline(stored, 'chat')}** "
+                            f"({total} left; the papers stay in the library).")
+            except InputError as e:
+                gr.Warning(str(e))
+                return (render.notice_markdown(str(e)), *(gr.skip(),) * (1 + len(coll_outputs)))
+            log.info("collection %s %r: %d of %d papers", action, stored, n, len(ids))
+            widgets = collection_widgets(chat_coll, lib_value, stored)
+            lib_now = lib_value if remaining(lib_value) else None  # removing a collection's last paper ends it
+            return (note, search(text, who, cat, y0, y1, lib_now), *widgets)
+
+        change_io: dict[str, Any] = {
+            "inputs": [table, coll_name, collection, *lib_inputs],
+            "outputs": [coll_status, table, *coll_outputs], "show_progress": "minimal",
+            "concurrency_limit": 1, "concurrency_id": "collections"}
+        add_btn.click(lambda *a: change_collection("add", *a), **change_io)
+        remove_btn.click(lambda *a: change_collection("remove", *a), **change_io)
+
+        def ask_these(rows: Any, lib_value: str | None) -> tuple[Any, ...]:
+            """Switch to the chat, scoped to the ticked papers (else to the collection chosen above the table)."""
+            ids = render.selected_ids(rows)
+            if ids:
+                titles = {str(r[-1]): str(r[1]) for r in rows}
+                return (gr.Tabs(selected="chat"), *cleared_filters, ids,
+                        render.scope_markdown([titles.get(i, i) for i in ids]))
+            if lib_value:
+                return (gr.Tabs(selected="chat"), None, "", "", "", lib_value, [], "")
+            gr.Warning("Tick papers in the table (or choose a collection above it) first.")
+            return (gr.skip(),) * (2 + len(filter_controls) + 1)
+
+        ask_these_btn.click(ask_these, [table, lib_coll], [tabs, *filter_controls, scope_ids, scope_md],
+                            show_progress="hidden")
+
+        def export_selection(rows: Any, lib_value: str | None, kind: str) -> Any:
+            """The ticked papers (else the chosen collection) as a Markdown reading list or BibTeX."""
+            ids = render.selected_ids(rows)
+            try:
+                if ids:
+                    scope = f"{len(ids)} selected paper{'s' if len(ids) != 1 else ''}"
+                elif lib_value:
+                    ids = sorted(runtime.collections().members(lib_value))
+                    scope = f"collection “{lib_value}”"
+                else:
+                    raise InputError("tick papers in the table (or choose a collection above it) first")
+            except InputError as e:
+                gr.Warning(str(e))
+                return gr.skip()
+            by_id = {p.id: p for p in runtime.store.papers(ids)}
+            papers = [by_id[i] for i in ids if i in by_id]
+            if kind == "md":
+                text = papers_markdown(papers, scope)
+            else:
+                text = bibtex([export_citation(p) for p in papers], scope=scope)
+            path = services.write_atomic(services.export_path(settings.home, f".{kind}"), text)
+            log.info("exported %d papers (%s) to %s", len(papers), scope, path)
+            return gr.update(value=_served_copy(app, path), visible=True)
+
+        lib_md_btn.click(lambda r, c: export_selection(r, c, "md"), [table, lib_coll], [lib_download])
+        lib_bib_btn.click(lambda r, c: export_selection(r, c, "bib"), [table, lib_coll], [lib_download])
 
         def add_file(path: str | None, fmt_: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
             if not path:
@@ -324,7 +452,7 @@ def build_app(runtime: Runtime, settings: Settings | None = None) -> gr.Blocks:
             report = services.ingest_upload(runtime, stored, None if fmt_ == "auto" else fmt_,
                                             lambda f, m: progress(f, desc=m), display_name=name)
             choices = services.categories(runtime)
-            rows = render.library_rows(find_papers(runtime.store, PaperQuery(), LIBRARY_LIMIT))
+            rows = library_rows(PaperQuery())
             return (render.ingest_report_markdown(name, report), rows,
                     render.stats_markdown(services.corpus_stats(runtime)), gr.update(choices=choices),
                     gr.update(choices=choices), header(), None)

@@ -75,7 +75,13 @@ mark.pc-evidence { background: #fde68a; color: #1f2937; padding: 0 2px; border-r
 .pc-id { font-size: .9em; opacity: .7; }
 .pc-flash { box-shadow: 0 0 0 3px var(--color-accent-soft) !important; }
 #pc-stats { font-size: .95em; }
-#pc-library td, #pc-library td * { font-family: var(--font) !important; }
+#pc-library td, #pc-library td *, #pc-library [role=gridcell], #pc-library [role=gridcell] * {
+  font-family: var(--font) !important; }
+#pc-library input[type=checkbox] { border: 1.5px solid var(--body-text-color-subdued) !important; opacity: 1 !important;
+  cursor: pointer; }
+.pc-scope { display: inline-block; font-size: .85em; padding: 2px 12px; border-radius: 999px;
+  background: var(--background-fill-secondary); border: 1px solid var(--color-accent); }
+#pc-coll-status { font-size: .9em; }
 #pc-clear-filters { align-self: center; }
 #pc-sources-title h3 { margin: 4px 0 6px 0; }
 #pc-lib-search { align-self: flex-end; margin-bottom: 6px; }

@@ -1,14 +1,18 @@
-"""Pure exports of a conversation: Markdown with one reference list, and BibTeX of the cited papers."""
+"""Pure exports: a conversation as Markdown with one reference list, BibTeX of its cited papers, and a
+selection of the library (ticked papers or a collection) as a Markdown reading list or BibTeX. Each names its
+scope (the collection or selected papers it was asked within or drawn from) in its header."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from rag.answer import Answer, Citation
+from rag.records import StoredPaper
 from ui.render import CITE, describe_filters, short_authors
 from ui.safe import MATH, inline, paper_links
 
@@ -20,6 +24,29 @@ def cited_papers(answers: Iterable[Answer]) -> list[Citation]:
         for c in a.citations:
             seen.setdefault(c.paper_id, c)
     return list(seen.values())
+
+
+def scope_text(filters: Mapping[str, Any]) -> str:
+    """An answer's scope in words (plain text): its collection and/or selected papers; "" for the whole library."""
+    parts = []
+    if filters.get("collection"):
+        parts.append(f"collection “{filters['collection']}”")
+    ids = filters.get("paper_ids") or []
+    if ids:
+        parts.append(f"{len(ids)} selected paper{'s' if len(ids) != 1 else ''}")
+    return ", ".join(parts)
+
+
+def conversation_scope(answers: Iterable[Answer]) -> str:
+    """The scopes a conversation was asked within, once each in order ("the whole library" for unscoped turns)."""
+    seen = list(dict.fromkeys(scope_text(a.filters) or "the whole library" for a in answers))
+    return "; ".join(seen) or "the whole library"
+
+
+def as_citation(p: StoredPaper, n: int = 0) -> Citation:
+    """A stored paper in the shape the exports take (no answer: no summary or evidence)."""
+    return Citation(n=n, paper_id=p.id, title=p.heading, authors=list(p.authors), categories=list(p.categories),
+                    year=p.year, abstract=p.abstract, summary="", evidence="", supported=True, url=p.url)
 
 
 def _renumber(answer: Answer, numbers: dict[str, int]) -> str:
@@ -58,9 +85,11 @@ def conversation_markdown(answers: Sequence[Answer], exported_at: datetime | Non
     when = (exported_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     papers = cited_papers(answers)
     numbers = {c.paper_id: i for i, c in enumerate(papers, start=1)}
+    scopes = conversation_scope(answers)
     lines = ["# paperchat conversation", "",
              f"Exported {when} · {len(answers)} question{'s' if len(answers) != 1 else ''} · "
-             f"{len(papers)} cited paper{'s' if len(papers) != 1 else ''}", ""]
+             f"{len(papers)} cited paper{'s' if len(papers) != 1 else ''}", "",
+             f"Scope{'s' if '; ' in scopes else ''}: {inline(scopes, 'export')}", ""]
     for i, a in enumerate(answers, start=1):
         lines += [f"## {i}\\. {inline(a.question, 'export')}", ""]
         applied = describe_filters(a.filters)
@@ -73,6 +102,17 @@ def conversation_markdown(answers: Sequence[Answer], exported_at: datetime | Non
         lines += ["## References", ""]
         lines += [reference_markdown(numbers[c.paper_id], c) for c in papers]
         lines.append("")
+    return "\n".join(lines)
+
+
+def papers_markdown(papers: Sequence[StoredPaper], scope: str, exported_at: datetime | None = None) -> str:
+    """A selection of the library as a Markdown reading list, headed by its scope ("collection “RLHF”")."""
+    when = (exported_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    lines = ["# paperchat papers", "",
+             f"Exported {when} · Scope: {inline(scope, 'export')} · "
+             f"{len(papers)} paper{'s' if len(papers) != 1 else ''}", ""]
+    lines += [reference_markdown(i, as_citation(p, i)) for i, p in enumerate(papers, start=1)]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -157,12 +197,19 @@ def bib_entry(c: Citation) -> str:
     return f"@misc{{{bib_key(c)},\n{body}\n}}\n"
 
 
-def bibtex(citations: Iterable[Citation]) -> str:
-    """A ``.bib`` file of the papers (one entry per paper id, in the given order)."""
+def _bib_comment(text: str) -> str:
+    """Text for a ``%`` line outside the entries: one line, and no ``@`` (which would start an entry there)."""
+    return re.sub(r"\s+", " ", text).replace("@", "＠").strip()
+
+
+def bibtex(citations: Iterable[Citation], scope: str = "") -> str:
+    """A ``.bib`` file of the papers (one entry per paper id, in the given order), its header naming the
+    ``scope`` they come from when given."""
     seen: set[str] = set()
     entries = []
     for c in citations:
         if c.paper_id not in seen:
             seen.add(c.paper_id)
             entries.append(bib_entry(c))
-    return "% Exported by paperchat\n\n" + "\n".join(entries)
+    head = "% Exported by paperchat\n" + (f"% Scope: {_bib_comment(scope)}\n" if scope else "")
+    return head + "\n" + "\n".join(entries)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from rag.answer import Answer, Citation
 from rag.records import StoredPaper
@@ -32,8 +32,10 @@ def short_authors(authors: Sequence[str], n: int = 3) -> str:
 
 
 def describe_filters(filters: dict[str, Any]) -> str:
-    """Applied filters in words (plain text): "author: X · category: Y · years: 2020–2024"."""
+    """Applied filters in words (plain text): "collection: R · author: X · category: Y · years: 2020–2024"."""
     parts = []
+    if filters.get("collection"):
+        parts.append(f"collection: {filters['collection']}")
     if filters.get("author"):
         parts.append(f"author: {filters['author']}")
     if filters.get("category"):
@@ -187,15 +189,56 @@ def stats_markdown(stats: dict[str, Any]) -> str:
     return cells + (f" · model {inline(str(model), 'chat')}" if model else "")
 
 
-def library_rows(papers: Iterable[StoredPaper]) -> list[list[Any]]:
-    """Stored papers (``rag.index.catalog.find_papers``) → table rows of plain text."""
+def library_rows(papers: Iterable[StoredPaper], memberships: dict[str, list[str]] | None = None) -> list[list[Any]]:
+    """Stored papers (``rag.index.catalog.find_papers``) → table rows of plain text, each led by its (unticked)
+    selection box; ``memberships``: paper id → the collections it is in."""
+    member = memberships or {}
     rows = []
     for p in papers:
-        rows.append([p.label or p.id, short_authors(p.authors, 4), "; ".join(p.categories), p.year or "", p.id])
+        rows.append([False, p.label or p.id, short_authors(p.authors, 4), "; ".join(p.categories), p.year or "",
+                     "; ".join(member.get(p.id, [])), p.id])
     return rows
 
 
-LIBRARY_HEADERS = ["Title", "Authors", "Categories", "Year", "ID"]
+LIBRARY_HEADERS = ["Select", "Title", "Authors", "Categories", "Year", "Collections", "ID"]
+LIBRARY_TYPES: list[Literal["bool", "str"]] = ["bool", "str", "str", "str", "str", "str", "str"]
+
+
+def selected_ids(rows: Any) -> list[str]:
+    """The ids of the ticked rows of the library table (its value as a list of rows), in table order."""
+    out: list[str] = []
+    for row in rows or []:
+        if isinstance(row, (list, tuple)) and len(row) == len(LIBRARY_HEADERS):
+            ticked = row[0] is True or str(row[0]).strip().lower() == "true"
+            pid = str(row[-1] or "").strip()
+            if ticked and pid and pid not in out:
+                out.append(pid)
+    return out
+
+
+def collection_choices(counts: dict[str, int]) -> list[tuple[str, str]]:
+    """Dropdown choices for the collections: ("Name (N)", name)."""
+    return [(f"{name} ({n})", name) for name, n in counts.items()]
+
+
+def collections_markdown(counts: dict[str, int]) -> str:
+    """The collections with their counts, one Markdown line (names escaped)."""
+    if not counts:
+        return ("No collections yet: tick papers in the table and use **Add to collection** "
+                "(or `paperchat collection add NAME …`).")
+    items = " · ".join(f"**{inline(name, 'chat')}** ({n})" for name, n in counts.items())
+    return f"Collections: {items}"
+
+
+def scope_markdown(titles: Sequence[str]) -> str:
+    """The chat's paper selection ("Ask about these papers"), shown above the conversation (escaped)."""
+    if not titles:
+        return ""
+    shown = "; ".join(inline(t, "chat") for t in titles[:5]) + (f"; … ({len(titles) - 5} more)" if len(titles) > 5
+                                                                  else "")
+    n = len(titles)
+    return (f'<span class="pc-scope">Asking within {n} selected paper{"s" if n != 1 else ""}: {shown} '
+            "· <em>Clear filters</em> asks the whole library again</span>")
 
 
 def ingest_report_markdown(name: str, report: Any, limit: int = 20) -> str:
