@@ -350,3 +350,34 @@ def test_collections_list_scope_papers_search_ask_and_chat(served: Served) -> No
             assert both.status_code == 400 and both.json()["error"]["param"] == "collection"
     finally:
         sets.delete("Federated reading")
+
+
+def test_library_adds_and_removes_papers_with_clear_errors_and_nothing_written_on_bad_input(served: Served) -> None:
+    from rag.errors import InputError
+    from ui import library
+
+    rt = served.rt
+    sets = rt.collections()
+    ids = sorted(rt.store.paper_ids())[:3]
+    before = sets.counts()
+    with pytest.raises(InputError, match="select papers first"):
+        library.add_to_collection(rt, "Picked", [])
+    with pytest.raises(InputError, match="select papers first"):  # ids that name no stored paper are not papers
+        library.add_to_collection(rt, "Picked", ["doi:10.0/none"])
+    for bad in ("", "  ", "a//b", "/lead", "x\ny", "n" * 201):
+        with pytest.raises(InputError):
+            library.add_to_collection(rt, bad, ids)
+    assert sets.counts() == before
+    try:
+        assert library.add_to_collection(rt, " Picked ", ids[:2] + ["doi:10.0/none"]) == ("Picked", 2, 2)
+        assert library.add_to_collection(rt, "Picked", ids) == ("Picked", 1, 3)
+        with pytest.raises(InputError, match="no collection named 'Pickd'.*did you mean 'Picked'"):
+            library.remove_from_collection(rt, "Pickd", ids[:1])
+        assert library.remove_from_collection(rt, "Picked", ids[:1]) == ("Picked", 1, 2)
+        assert sets.members("Picked") == frozenset(ids[1:])
+        assert library.remove_from_collection(rt, "Picked", ids[1:]) == ("Picked", 2, 0)
+        assert "Picked" not in sets.counts()  # a collection lives while it has papers; the papers stay
+        assert set(ids) <= set(rt.store.paper_ids())
+    finally:
+        if "Picked" in sets.counts():
+            sets.delete("Picked")
