@@ -208,11 +208,11 @@ def test_chat_stream_cards_followup_feedback_and_exports(page: Any, app_server: 
     assert any("Jiang" in e.fields_dict["author"].value for e in lib.entries if "author" in e.fields_dict)
 
 
-def download(page: Any, button: str, home: Path) -> Path:
-    """Click an export button and fetch the file from the download link that appears (served from Gradio's
-    cache, never from PAPERCHAT_HOME)."""
+def download(page: Any, button: str, home: Path, where: str = "#pc-download") -> Path:
+    """Click an export button and fetch the file from the download link that appears in ``where`` (served from
+    Gradio's cache, never from PAPERCHAT_HOME)."""
     page.click(button)
-    link = page.locator("#pc-download a[download]").first
+    link = page.locator(f"{where} a[download]").first
     link.wait_for()
     assert str(home) not in (link.get_attribute("href") or "")
     with page.expect_download() as info:
@@ -367,6 +367,19 @@ def test_collections_in_the_library_and_asking_about_selected_papers(page: Any, 
 
     page.click("#pc-clear-filters")  # clears the selection too
     page.wait_for_function("document.querySelector('#pc-scope').innerText.trim() === ''")
+
+    page.click("button[role=tab]:has-text('Library')")  # the collection as a filter, exported, then made smaller
+    page.click("#pc-lib-collection input")
+    page.locator('li[data-testid="dropdown-option"][aria-label="Picked in the browser (2)"]').click()
+    page.wait_for_function("document.querySelectorAll('#pc-library [role=gridcell][data-col=\"6\"]').length === 2")
+    bib = download(page, "#pc-lib-export-bib", app_server["home"], where="#pc-lib-download").read_text()
+    assert "% Scope: collection “Picked in the browser”" in bib.splitlines()[1]
+    assert sorted(e.fields_dict["note"].value.split(": ", 1)[1] for e in bibtexparser.parse_string(bib).entries) == \
+        sorted(ids)
+    (removed,) = tick_rows(page, [1])
+    page.click("#pc-coll-remove")
+    page.wait_for_function("document.querySelector('#pc-collections').innerText.includes('Picked in the browser (1)')")
+    assert sets.members("Picked in the browser") == frozenset(set(ids) - {removed})
 
 
 def test_chat_collection_picker_scopes_the_answer(page: Any, app_server: dict[str, Any]) -> None:
