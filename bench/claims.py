@@ -2,10 +2,12 @@
 
     python -m bench.claims [--pairs PATH | --heldout] [--out reports/claims.json] [--misses]
 
-With no ``--pairs`` it scores both labelled sets side by side: ``evals/sets/claims.jsonl`` (dev: the rules of
-``rag.qa.claims`` were tuned while looking at it) and ``evals/sets/claims_heldout.jsonl`` (held out: written
-afterwards from other abstracts, never used to adjust the rules); ``--heldout`` scores the held-out set alone and
-``--pairs PATH`` any file of the same format. Each pair (built and labelled as evals/sets/README.md describes)
+With no ``--pairs`` it scores the three labelled sets side by side: ``evals/sets/claims.jsonl`` (dev: the rules of
+``rag.qa.claims`` were tuned while looking at it), ``evals/sets/claims_heldout.jsonl`` (first held-out set: held out
+for the first version of the rules, then used as development data for the second, so now "dev 2") and
+``evals/sets/claims_heldout2.jsonl`` (held out: written and committed before the second version of the rules and
+never used to adjust them); ``--heldout`` scores the held-out set alone and ``--pairs PATH`` any file of the same
+format. Each pair (built and labelled as evals/sets/README.md describes)
 goes through ``rag.qa.verify.verify`` exactly as a model's answer would: the statement with a ``[1]`` marker,
 the abstract as the only source, the bundled embedding model, idf over that file's abstracts. Reported for "unsupported"
 (the positive class): precision and recall overall, recall per kind of wrong statement (negation,
@@ -40,7 +42,8 @@ from rag.records import StoredPaper
 log = logging.getLogger(__name__)
 
 PAIRS = SETS_DIR / "claims.jsonl"
-HELDOUT = SETS_DIR / "claims_heldout.jsonl"
+DEV2 = SETS_DIR / "claims_heldout.jsonl"  # held out for the first rules, development data for the second
+HELDOUT = SETS_DIR / "claims_heldout2.jsonl"
 # The two statements issue 19 quotes: both must come back unsupported.
 EPPO = ("EPPO rewards the increase in energy loss in the first layer [1].",
         "EPPO does not mitigate reward hacking [1].")
@@ -128,25 +131,28 @@ def print_one(report: dict[str, Any]) -> None:
               f"{'recall ' + str(c['kinds'][kind]['recall']):>22}")
 
 
-def print_side_by_side(dev: dict[str, Any], held: dict[str, Any]) -> None:
-    """Dev (tuned on) and held-out (never tuned on) figures in adjacent columns, verifier and claim checks alone."""
+def print_side_by_side(dev: dict[str, Any], dev2: dict[str, Any], held: dict[str, Any]) -> None:
+    """Dev sets (tuned on) and the held-out set (never tuned on) in adjacent columns, verifier and claim checks
+    alone."""
+    reports = (dev, dev2, held)
     print(f"dev      = {dev['set']}: {dev['pairs']} pairs, the rules were tuned on it")
+    print(f"dev 2    = {dev2['set']}: {dev2['pairs']} pairs, held out for the first rules, tuned on for these")
     print(f"held-out = {held['set']}: {held['pairs']} pairs, the rules never saw it")
-    print(f"{'':26}{'verifier':>24}{'claim checks only':>24}")
-    print(f"{'':26}{'dev':>12}{'held-out':>12}{'dev':>12}{'held-out':>12}")
+    print(f"{'':26}{'verifier':>33}{'claim checks only':>33}")
+    print(f"{'':26}" + f"{'dev':>11}{'dev 2':>11}{'held-out':>11}" * 2)
 
     def line(name: str, get) -> None:
-        cells = [get(r[which]) for which in ("verifier", "claims_only") for r in (dev, held)]
-        print(f"{name:26}" + "".join(f"{'-' if x is None else x!s:>12}" for x in cells))
+        cells = [get(r[which]) for which in ("verifier", "claims_only") for r in reports]
+        print(f"{name:26}" + "".join(f"{'-' if x is None else x!s:>11}" for x in cells))
 
     line("pairs (paraphrases)", lambda s: f"{s['paraphrases'] + s['unsupported']} ({s['paraphrases']})")
     for name, key in (("unsupported precision", "precision"), ("unsupported recall", "recall"),
                       ("paraphrases flagged", "paraphrases_flagged")):
         line(name, lambda s, key=key: s[key])
-    for kind in sorted(set(dev["verifier"]["kinds"]) | set(held["verifier"]["kinds"])):
-        n = "/".join(str(r["verifier"]["kinds"].get(kind, {}).get("n", 0)) for r in (dev, held))
-        line(f"  {kind} recall (n={n})", lambda s, kind=kind: s["kinds"].get(kind, {}).get("recall"))
-    print(f"ms/pair: dev {dev['ms_per_pair']}, held-out {held['ms_per_pair']}")
+    for kind in sorted(set().union(*(r["verifier"]["kinds"] for r in reports))):
+        n = "/".join(str(r["verifier"]["kinds"].get(kind, {}).get("n", 0)) for r in reports)
+        line(f"  {kind} (n={n})", lambda s, kind=kind: s["kinds"].get(kind, {}).get("recall"))
+    print(f"ms/pair: dev {dev['ms_per_pair']}, dev 2 {dev2['ms_per_pair']}, held-out {held['ms_per_pair']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         reports = {"pairs": run(args.pairs or HELDOUT, embedder)}
         print_one(reports["pairs"])
     else:
-        reports = {"dev": run(PAIRS, embedder), "heldout": run(HELDOUT, embedder)}
-        print_side_by_side(reports["dev"], reports["heldout"])
+        reports = {"dev": run(PAIRS, embedder), "dev2": run(DEV2, embedder), "heldout": run(HELDOUT, embedder)}
+        print_side_by_side(reports["dev"], reports["dev2"], reports["heldout"])
     for e in (e for r in reports.values() for e in r["eppo"]):
         print(f"EPPO check: {'supported' if e['supported'] else 'UNSUPPORTED'}: {e['statement']}  ({e['why']})")
     if args.misses:

@@ -1,52 +1,70 @@
-"""Claim checks: a cited statement must not contradict its source in numbers, negation, direction or names.
+"""Claim checks: a cited statement must not contradict its source in numbers, formulas, negation, direction or names.
 
 Term overlap and sentence cosine say a statement is on the topic of its abstract, not that the abstract
 says it: "EPPO does not mitigate reward hacking" scores as high as the true sentence. These rules, run on
 every cited statement by ``rag.qa.verify``, catch what a model most often gets wrong while staying on
-topic, without a network model:
+topic, without a network model. The cited abstracts are parsed once per answer (``Source``); each statement
+is then checked against that parse:
 
-- numbers: every quantity in the statement (65%, 0.65, 2.65x, "2.65 times", 8K, two, a range's ends) is
-  in the source, equal after unit changes (65% = 0.65, 8K = 8,000), rounded from a source value
-  (2.7 from 2.65), or the difference or ratio of two values of one source sentence;
-- negation: a negated word of the statement ("does not mitigate") is negated or restricted ("only",
-  "without", "instead") where the source says it, and a word the evidence sentence negates is not
-  asserted bare by the statement;
-- direction: a direction word (increases, improves, outperforms, more, higher, rewards, first…) is not the
-  opposite of the one the evidence sentence uses about the same words (penalizes, final…);
-- names: acronyms, CamelCase and names with digits ("FedGMT", "CIFAR-10") occur in the source, or an
-  acronym's words do ("RL" for "reinforcement learning").
+- numbers: every quantity in the statement is in the source, equal after changes of notation and unit
+  (65% = 0.65 = "65 percent", 8K = 8,000, ``$10^{-3}$`` = 0.001 = 1e-3, 50× = "fifty-fold", 40% = "two-fifths",
+  "an order of magnitude" = 10×), rounded from a source value (2.7 from 2.65), or the difference or ratio of two
+  values of one source sentence;
+- formulas: an asymptotic or power expression (``$O(n^{K/4})$``, "Õ(T^{5/8})", "n²/ε²", "(1+ε)√n") is a run of a
+  source formula once both are written one way (LaTeX, Unicode and plain text; ``\\sqrt{n}`` = n^{1/2}; 5/8 = 0.625);
+- negation: a negated word of the statement is negated or restricted ("only", "without", "instead") where the
+  source says the same thing (the occurrence that shares most words around it), a word the source negates
+  ("not", "fails to", "overlooks", "eliminates the need for", "rather than", "unlike") is not asserted bare,
+  and a word is not the prefixed opposite of the source's ("tractable" / "intractable", "convex" / "non-convex");
+- direction: a direction word (increases, improves, outperforms, more, higher, upper, rewards, first…) is not the
+  opposite of the one the source uses about the same words, and "A is better than B" is not "B is better than A";
+- names: acronyms, CamelCase and names with digits ("FedGMT", "CIFAR-10") occur in the source once symbols are
+  folded ("L1" = ``$\\ell_1$``, "alpha" = α), or an acronym's words do ("RL" for "reinforcement learning").
 
 Each failed rule gives a reason quoting what disagrees; no reason means the statement passes.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from rag.analysis import analyze
+from rag.qa import notation
 from rag.qa.evidence import ENTITY, term_in
 
-WINDOW = 4  # words either side of a direction word that say what it is about
+WINDOW = 4  # words either side of a word that say what it is about
 SCOPE = 3  # words after a negation cue that it negates
 ROUNDED = 0.03  # a statement's number may round a source value by at most this share of it
 DERIVED = 0.005  # … or a difference or ratio of two source values by at most this share
 
 # ---- words ---------------------------------------------------------------------------------------
-_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.U)
+_TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|[,;:()\u2014]", re.U)
+_BOUNDARY = {",", ";", ":", "(", ")", "\u2014"}
 _NEGATION = {"not", "no", "never", "none", "neither", "nor", "cannot", "without", "fail", "fails", "failed",
              "failing", "unable", "lack", "lacks", "lacking", "nothing"}
+# Verbs that deny what follows them as a negation does ("overlooks rare events", "eliminates the need for
+# annotations", "avoids retraining"), and contrast markers whose object is what the sentence does not do or
+# say ("rather than the gradients", "instead of retraining", "unlike binary classification").
+_DENY = {"overlook", "overlooks", "overlooked", "overlooking", "ignore", "ignores", "ignored", "ignoring", "neglect",
+         "neglects", "neglected", "neglecting", "avoid", "avoids", "avoided", "avoiding", "eliminate", "eliminates",
+         "eliminated", "eliminating", "miss", "misses", "missed", "instead", "rather", "unlike", "little", "few"}
+_CUES = _NEGATION | _DENY
+# What a statement can deny that way ("uses A rather than B", "avoids retraining"); not "unlike X", which names
+# what is contrasted, nor "few"/"little", which may only say how much.
+_STATEMENT_CUES = _CUES - {"unlike", "little", "few", "miss", "misses", "missed"}
 # Words under which a negated statement can be a fair reading of a positive source ("only one pass" → "does
-# not need two passes"; "instead of retraining" → "does not retrain").
-_RESTRICTIVE = _NEGATION | {"only", "instead", "rather", "avoid", "avoids", "avoiding", "avoided", "eliminate",
-                            "eliminates", "eliminating", "free", "unnecessary", "absent", "less", "fewer", "merely",
-                            "solely", "single", "beyond", "unlike", "whereas", "but", "however", "limited",
-                            "insufficient", "struggle", "struggles", "remains", "challenge", "challenging",
-                            "difficult", "hard", "lacks", "ignore", "ignores", "neglect", "neglects", "overlook",
-                            "overlooks", "inability", "impossible", "miss", "misses"}
+# not need two passes"; "instead of retraining" → "does not retrain"), looked for before the word.
+_RESTRICTIVE = _CUES | {"only", "unnecessary", "absent", "less", "fewer", "merely", "solely", "single", "beyond",
+                        "whereas", "but", "however", "limited", "insufficient", "struggle", "struggles", "remains",
+                        "challenge", "challenging", "difficult", "hard", "inability", "impossible", "poorly",
+                        "remove", "removes", "removed", "removing", "obviate", "obviates", "obviating", "bypass",
+                        "bypasses", "circumvent", "circumvents", "dispense", "dispenses"}
+# Words after a word that negate it ("retraining is unnecessary", "annotation-free", "is not needed").
+_NEGATED_AFTER = {"not", "never", "free", "unnecessary", "avoided", "eliminated", "absent", "impossible",
+                  "unneeded", "needless", "cannot", "fails", "fail", "failed"}
 # Words that sit between a negation cue and what it negates.
 _FILLER = {"to", "be", "been", "being", "is", "are", "was", "were", "have", "has", "had", "do", "does", "did", "a",
            "an", "the", "any", "significantly", "directly", "necessarily", "always", "only", "yet", "even",
@@ -54,12 +72,15 @@ _FILLER = {"to", "be", "been", "being", "is", "are", "was", "were", "have", "has
            "completely", "entirely", "actually", "generally", "typically", "still", "consistently", "reliably",
            "effectively", "sufficiently", "it", "its", "their", "them", "they", "this", "that", "these", "those",
            "we", "our", "can", "could", "will", "would", "may", "might", "should", "must", "more", "less", "as",
-           "so", "too", "well", "in", "on", "of", "for", "at", "by", "with", "from", "all", "longer"}
+           "so", "too", "well", "in", "on", "of", "for", "at", "by", "with", "from", "all", "longer", "than"}
+# After a denying verb, the words that only carry what is denied: "eliminates [the need for] annotations".
+_CARRIER = {"need", "needs", "necessity", "use", "requirement", "requirements", "reliance", "dependence"}
 
-# Opposite poles: each a set of word patterns (full matches on the lower-cased word).
+# Opposite poles: each a set of word patterns (full matches on the lower-cased word or a part of a hyphenated one).
 _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"increas\w*", r"ris(?:e|es|ing)", r"rose", r"grow(?:s|ing|n)?", r"grew", r"rais(?:e|es|ed|ing)"),
-     (r"decreas\w*", r"reduc\w*", r"drop(?:s|ped|ping)?", r"declin\w*", r"diminish\w*", r"shrink\w*", r"shr[au]nk")),
+     (r"decreas\w*", r"reduc\w*", r"drop(?:s|ped|ping)?", r"declin\w*", r"diminish\w*", r"shrink\w*", r"shr[au]nk",
+      r"decay(?:s|ed|ing)?")),
     ((r"improv\w*", r"enhanc\w*", r"better", r"strengthen\w*"),
      (r"degrad\w*", r"wors\w*", r"hurts?", r"hurting", r"harms?", r"harming", r"impair\w*", r"weaken\w*",
       r"deteriorat\w*")),
@@ -67,6 +88,7 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
      (r"underperform\w*", r"trail(?:s|ed|ing)?", r"lags?", r"lagg\w*", r"inferior")),
     ((r"more", r"greater"), (r"less", r"fewer")),
     ((r"higher", r"highest", r"larger", r"largest", r"bigger"), (r"lower", r"lowest", r"smaller", r"smallest")),
+    ((r"upper",), (r"lower",)),
     ((r"faster", r"fastest", r"speed(?:s|ing)? up", r"accelerat\w*"), (r"slower", r"slowest", r"slow(?:s|ed)?")),
     ((r"rewards", r"rewarded", r"encourag\w*", r"promot\w*"),
      (r"penali[sz]\w*", r"punish\w*", r"discourag\w*", r"suppress\w*")),
@@ -87,6 +109,10 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"advantage", r"advantages", r"advantageous"), (r"disadvantage", r"disadvantages")),
     ((r"positive", r"positively"), (r"negative", r"negatively")),
     ((r"success", r"successful", r"successfully", r"succeed\w*"), (r"unsuccessful", r"failure", r"failures")),
+    ((r"reveal\w*", r"uncover\w*", r"expos(?:e|es|ed|ing)"), (r"hid(?:e|es|den|ing)", r"obscur\w*", r"conceal\w*")),
+    ((r"aggressive\w*",), (r"conservative\w*", r"cautious\w*")),
+    ((r"super-?linear\w*",), (r"sub-?linear\w*",)),
+    ((r"same", r"identical"), (r"differ", r"differs", r"differed", r"different", r"distinct")),
 )
 # "rewards" is a direction as a verb ("EPPO rewards the increase") and no direction as a noun ("computing
 # rewards, which…"); it counts only when an object follows. (An increase or a drop is a direction either way.)
@@ -94,21 +120,35 @@ _NOUN_TOO = {"rewards"}
 _OBJECT_START = {"the", "a", "an", "its", "their", "his", "her", "our", "this", "these", "those", "each", "every",
                  "any", "all", "both", "more", "less", "fewer", "higher", "lower", "larger", "smaller"}
 _POLE_RE = tuple((re.compile("|".join(a)), re.compile("|".join(b))) for a, b in _POLES)
+_ANY_POLE = re.compile("|".join(p for a, b in _POLES for p in (*a, *b)))
+
+# Prefixes that make a word's opposite ("intractable", "non-convex", "unlikely"), with what must be left.
+_NEG_PREFIX = re.compile(r"(non-?|un|in|im|il|ir|dis)(.+)")
+_ADJECTIVE_END = re.compile(r".{2,}(?:able|ible|ent|ant|al|ive|ic|ar|ous|ate|ete|ct|ite|ly|ity|ence|ance)")
+# Words that only look prefixed: "intermediate", "important", "improvement", "discrete", "uniform", "illustrate".
+_NOT_PREFIXED = re.compile(r"in(?:ter|teg|stan|dic|clu|volv|form|cid|dex|sight|put|tens|tent|her|fant|ject|spect|"
+                           r"stall|struct|nat|ven|vit|dustr|cre|cur|duc|itial|no|fluen|ves|sul|sur|tui|trins)\w*|"
+                           r"im(?:port|pact|plic|ple|pos(?!s)|pro|puls|ag|med|migr|min)\w*|"
+                           r"dis(?:cret|tinc|tan|par|crimin|pos|cuss|play|tribut|sert|ease|tort|till|tort|cover|count|"
+                           r"patch|miss|solv|tinguish)\w*|il(?:lustr|lumin|l-)\w*|ir(?:radi|on)\w*|"
+                           r"uni(?:t|on|form|que|vers|fy|fi|mod|lateral|variate|gram|cod|x)\w*|under\w*")
 
 
 @dataclass(frozen=True)
 class Word:
-    surface: str  # lower-cased
+    surface: str  # lower-cased; a boundary mark ("," ";" …) has no terms
     terms: frozenset[str]  # its analysed terms (a stop word has none)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=16384)
 def words(text: str) -> tuple[Word, ...]:
-    """The text's words, lower-cased, with their analysed terms; "doesn't" → "does", "not"."""
+    """The text's words, lower-cased, with their analysed terms and clause marks; "doesn't" → "does", "not"."""
     text = text.replace("\u2019", "'").casefold()
     out: list[Word] = []
-    for w in _WORD.findall(text):
-        if w.endswith("n't"):
+    for w in _TOKEN.findall(text):
+        if w in _BOUNDARY:
+            out.append(Word(w, frozenset()))
+        elif w.endswith("n't"):
             out += [Word(w[:-3], frozenset(analyze(w[:-3]))), Word("not", frozenset())]
         elif w == "cannot":
             out += [Word("can", frozenset()), Word("cannot", frozenset())]
@@ -118,9 +158,9 @@ def words(text: str) -> tuple[Word, ...]:
 
 
 def _is_cue(ws: Sequence[Word], i: int) -> bool:
-    """``ws[i]`` negates what follows: "not" but not "not only", "no" but not "no less"."""
+    """``ws[i]`` negates what follows: "not" but not "not only", "no" but not "no less", "rather" before "than"."""
     w = ws[i].surface
-    if w not in _NEGATION:
+    if w not in _CUES:
         return False
     nxt = ws[i + 1].surface if i + 1 < len(ws) else ""
     prev = ws[i - 1].surface if i else ""
@@ -128,145 +168,109 @@ def _is_cue(ws: Sequence[Word], i: int) -> bool:
         return False
     if w == "no" and nxt in {"less", "more", "longer", "matter", "doubt"}:
         return False
+    if w == "rather" and nxt != "than" or w == "instead" and nxt != "of":
+        return False
+    if w in {"little", "few"} and prev in {"a", "quite", "as", "so", "too"}:
+        return False
     return not (w == "nor" and prev == "neither")
 
 
 def _head(ws: Sequence[Word], i: int) -> tuple[int, frozenset[str]] | None:
-    """The first content word a cue at ``i`` negates, as (index, terms)."""
-    for j in range(i + 1, min(len(ws), i + 1 + SCOPE + 2)):
-        if ws[j].surface in _FILLER or ws[j].surface in _NEGATION:
+    """The first content word a cue at ``i`` negates, as (index, terms); none past a clause mark."""
+    deny = ws[i].surface in _DENY
+    for j in range(i + 1, min(len(ws), i + 1 + SCOPE + 3)):
+        w = ws[j].surface
+        if w in _BOUNDARY:
+            return None
+        if w in _FILLER or w in _NEGATION or (deny and w in _CARRIER):
             continue
         return (j, ws[j].terms) if ws[j].terms else None
     return None
 
 
 def _negated(ws: Sequence[Word], j: int) -> bool:
-    """A cue stands within SCOPE words before ``j``."""
-    return any(_is_cue(ws, i) for i in range(max(0, j - SCOPE - 1), j))
+    """A negation cue stands within SCOPE words before ``j``."""
+    return any(ws[i].surface in _NEGATION and _is_cue(ws, i) for i in range(max(0, j - SCOPE - 1), j))
 
 
-def _context(ws: Sequence[Word], j: int, width: int = WINDOW) -> frozenset[str]:
-    """Content terms within ``width`` words of ``j`` (the word itself and pole words excluded)."""
+def _prefixed(surface: str) -> str | None:
+    """The word a negative prefix turns around ("intractable" → "tractable", "non-convex" → "convex"), if any."""
+    m = _NEG_PREFIX.fullmatch(surface)
+    if not m or _NOT_PREFIXED.fullmatch(surface):
+        return None
+    prefix, rest = m.group(1), m.group(2).lstrip("-")
+    if prefix.startswith("non"):
+        return rest if len(rest) >= 3 else None
+    if prefix == "un":
+        return rest if len(rest) >= 5 else None
+    return rest if len(rest) >= 5 and _ADJECTIVE_END.fullmatch(rest) else None
+
+
+def _restricted(ws: Sequence[Word], j: int) -> bool:
+    """The word at ``j`` is denied or restricted: a restrictive word shortly before it ("not only" restricts
+    nothing; the negation closest to it counts, and a negation of a negation asserts: "does not fail on"), a
+    negating one right after it ("is not needed", "annotation-free"), or a negative prefix of its own."""
+    closest = -1
+    for k in range(max(0, j - WINDOW - 1), j):
+        w = ws[k].surface
+        if w in _NEGATION and _is_cue(ws, k):
+            closest = k
+        elif (w in _RESTRICTIVE and w not in _NEGATION and (w not in _CUES or _is_cue(ws, k))
+              and not (w in {"only", "merely", "solely"} and k and ws[k - 1].surface == "not")):
+            return True
+    if closest >= 0:
+        before = closest - 1
+        while before >= 0 and ws[before].surface in _FILLER:
+            before -= 1
+        if not (before >= 0 and ws[before].surface in _NEGATION and _is_cue(ws, before)):
+            return True
+    for k in range(j + 1, min(len(ws), j + 4)):
+        if ws[k].surface in _BOUNDARY:
+            break
+        if ws[k].surface in _NEGATED_AFTER:
+            return True
+    surface = ws[j].surface
+    return surface.endswith("-free") or _prefixed(surface) is not None
+
+
+@lru_cache(maxsize=16384)
+def _word_terms(surface: str) -> frozenset[str]:
+    """A word's terms for comparing contexts: a hyphenated word's parts ("rank-1" → rank), not its joined form,
+    and no bare numbers, so one word counts once."""
+    return frozenset(t for t in analyze(surface.replace("-", " ")) if not t.isdigit())
+
+
+@lru_cache(maxsize=65536)
+def _context(ws: tuple[Word, ...], j: int, width: int = WINDOW) -> frozenset[str]:
+    """Content terms of the ``width`` words either side of ``j``, clause marks not counted (the word itself,
+    cues and pole words excluded)."""
     out: set[str] = set()
-    for k in range(max(0, j - width), min(len(ws), j + width + 1)):
-        if k != j and ws[k].surface not in _FILLER and not any(a.fullmatch(ws[k].surface) or b.fullmatch(ws[k].surface)
-                                                               for a, b in _POLE_RE):
-            out |= ws[k].terms
+    for step in (-1, 1):
+        k, seen = j + step, 0
+        while 0 <= k < len(ws) and seen < width:
+            s = ws[k].surface
+            if s not in _BOUNDARY:
+                seen += 1
+                if s not in _FILLER and s not in _CUES and not _ANY_POLE.fullmatch(s):
+                    out |= _word_terms(s)
+            k += step
     return frozenset(out)
+
+
+def _overlap(a: Iterable[str], b: frozenset[str]) -> int:
+    return sum(1 for t in a if term_in(t, b))
 
 
 def _shares(a: Iterable[str], b: frozenset[str]) -> bool:
     return any(term_in(t, b) for t in a)
 
 
+def _same_word(a: frozenset[str], b: frozenset[str]) -> bool:
+    return any(term_in(t, b) or term_in(u, a) for t in a for u in b)
+
+
 def _quote(ws: Sequence[Word], j: int, before: int = 2, after: int = 3) -> str:
-    return " ".join(w.surface for w in ws[max(0, j - before):j + after + 1])
-
-
-# ---- numbers -------------------------------------------------------------------------------------
-_NUMBER = re.compile(
-    r"(?<![\w.^_\\])(?<![A-Za-z]-)"  # not part of a name: CIFAR-10, x2, L2, n^2
-    r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)"
-    r"(?:\s?(%|percent(?:age)?(?:\s+points?)?|pp\b|×|x\b|times\b|-?fold\b|[kKMB]\b|thousand\b|million\b|billion\b))?"
-    r"(?![\d])")
-_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-                 "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
-                 "hundred": 100, "thousand": 1000, "twice": 2, "double": 2, "doubles": 2, "doubling": 2,
-                 "triple": 3, "triples": 3, "dozen": 12, "half": 0.5, "quarter": 0.25}
-_SOURCE_ONLY_WORDS = {"one": 1, "single": 1, "once": 1, "pair": 2, "both": 2, "dual": 2}
-_TIMES = {"\u00d7", "x", "times", "fold"}
-_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "b": 1e9, "billion": 1e9}
-
-
-@dataclass(frozen=True)
-class Quantity:
-    text: str  # as written
-    unit: str  # "%", "x" (times), or "" (a count, a plain number)
-    value: float  # as written: 65 for "65%"
-    decimals: int  # digits after the point as written (how far it may round a source value)
-    values: frozenset[float]  # what it equals in other units too (65% → 65, 0.65; 8K → 8, 8000)
-
-
-def _quantities(text: str, words_too: bool = True) -> list[Quantity]:
-    out: list[Quantity] = []
-    for m in _NUMBER.finditer(text):
-        raw, unit = m.group(1), (m.group(2) or "").lower().strip("-")
-        after = text[m.end():m.end() + 1]
-        if after.isalpha() and not unit:  # "3D", "2nd", "83ms": part of a word
-            continue
-        v = float(raw.replace(",", ""))
-        vals = {v}
-        if unit.startswith(("%", "percent", "pp")):
-            vals.add(v / 100)
-        elif unit in _SCALE:
-            vals.add(v * _SCALE[unit])
-        elif 0 < v < 1:
-            vals.add(v * 100)  # a fraction may be quoted as a percentage
-        kind = "%" if unit.startswith(("%", "percent", "pp")) else "x" if unit in _TIMES else ""
-        out.append(Quantity(m.group(0), kind, v, len(raw.split(".")[1]) if "." in raw else 0, frozenset(vals)))
-    if words_too:
-        for w in words(text):
-            if w.surface in _NUMBER_WORDS:
-                n = float(_NUMBER_WORDS[w.surface])
-                out.append(Quantity(w.surface, "", n, 0, frozenset({n})))
-    return out
-
-
-@dataclass
-class _Values:
-    """What a source states: every value in every unit (for equality) and the values as written (which a
-    statement may round); both for values stated and for values derived within one sentence."""
-
-    exact: set[float]
-    written: set[float]
-
-
-def _source_values(sentences: Sequence[str], extra: str) -> tuple[_Values, _Values]:
-    """Every value the sources state and the differences and ratios of like values stated together in one
-    sentence (those a statement may derive: "from 60% to 70%" → "10 points")."""
-    stated, derived = _Values(set(), set()), _Values(set(), set())
-    for s in [*sentences, extra]:
-        qs = _quantities(s)
-        for w in words(s):
-            if w.surface in _SOURCE_ONLY_WORDS:
-                n = float(_SOURCE_ONLY_WORDS[w.surface])
-                qs.append(Quantity(w.surface, "", n, 0, frozenset({n})))
-        for q in qs:
-            stated.exact |= q.values
-            stated.written.add(q.value)
-        # Only like with like (two percentages, two counts), and never a year: 2025 - 1 is not a claim.
-        like = [q for q in qs if not (1900 <= q.value <= 2100 and q.value.is_integer())][:12]
-        for i, qa in enumerate(like):
-            for qb in like[i + 1:]:
-                if qa.unit != qb.unit:
-                    continue
-                a, b = qa.value, qb.value
-                found = {round(abs(a - b), 6)} | ({round(max(a, b) / min(a, b), 6)} if a and b else set())
-                derived.written |= found
-                derived.exact |= found | ({round(x / 100, 8) for x in found} if qa.unit == "%" else set())
-    return stated, derived
-
-
-def _matches(q: Quantity, source: _Values, rel: float) -> bool:
-    if any(math.isclose(s, v, rel_tol=1e-6, abs_tol=1e-9) for s in q.values for v in source.exact):
-        return True
-    # A source value rounded ("2.7x" from 2.65x, "99%" from 99.15%), never the other way round, and only a
-    # little ("1%" is not 1.3%); compared as written, so "1%" is not a rounded 0.98 (98%).
-    tol = 0.5 * 10 ** -q.decimals + 1e-9
-    return any(_decimals(v) > q.decimals and abs(q.value - v) <= min(tol, rel * abs(v)) for v in source.written)
-
-
-def _decimals(v: float) -> int:
-    s = f"{v:.6f}".rstrip("0")
-    return len(s.split(".")[1]) if "." in s else 0
-
-
-def number_reasons(statement: str, sentences: Sequence[str], extra: str = "") -> list[str]:
-    """Quantities of the statement that neither appear in nor follow from the source."""
-    stated, derived = _source_values(sentences, extra)
-    bad = [q.text for q in _quantities(statement)
-           if not _matches(q, stated, ROUNDED) and not _matches(q, derived, DERIVED)]
-    return [f"{', '.join(dict.fromkeys(bad))} not in the abstract"] if bad else []
+    return " ".join(w.surface for w in ws[max(0, j - before):j + after + 1] if w.surface not in _BOUNDARY)
 
 
 # ---- names ---------------------------------------------------------------------------------------
@@ -279,11 +283,11 @@ def _squash(text: str) -> str:
     return re.sub(r"[-\u2010-\u2013]", "", text.casefold())
 
 
-def _parts(sentences: Sequence[str]) -> list[tuple[str, bool]]:
+def _parts(texts: Sequence[str]) -> list[tuple[str, bool]]:
     """The source's words in order, hyphenated ones as their parts, each marked when it is not a hyphenated
     word's first part ("state-of-the-art" → state, of*, the*, art*)."""
     out: list[tuple[str, bool]] = []
-    for s in sentences:
+    for s in texts:
         for w in re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", s.casefold()):
             out += [(p, i > 0) for i, p in enumerate(w.split("-"))]
     return out
@@ -302,85 +306,249 @@ def _expands(acronym: str, parts: Sequence[tuple[str, bool]]) -> bool:
     return False
 
 
-def name_reasons(statement: str, source_terms: frozenset[str], sentences: Sequence[str], extra: str = "") -> list[str]:
+# ---- the source, parsed once ---------------------------------------------------------------------
+def _key(term: str) -> str:
+    """Index key of a term: terms that ``term_in`` can match share their first five letters (or are equal)."""
+    return term[:5]
+
+
+@lru_cache(maxsize=16384)
+def _poles_of(surface: str) -> tuple[tuple[int, int], ...]:
+    """The (pole pair, side) a word belongs to: "increases" → ((0, 0),)."""
+    return tuple((pi, side) for pi, pair in enumerate(_POLE_RE) for side, p in enumerate(pair)
+                 if _pole_match(p, surface))
+
+
+@lru_cache(maxsize=16384)
+def _flipped_terms(surface: str) -> frozenset[str]:
+    """The terms of the word a negative prefix turns around ("intractable" → tractabl), or none."""
+    rest = _prefixed(surface)
+    return frozenset(analyze(rest)) if rest else frozenset()
+
+
+Position = tuple[int, int]  # (sentence, word)
+
+
+@dataclass
+class Source:
+    """The cited abstracts as the rules read them, parsed once per answer and shared by its statements: words,
+    values, formulas, folded names, and indexes of where each term, prefixed opposite, direction word and
+    negation cue stands."""
+
+    sentences: tuple[str, ...]
+    extra: str  # title, label, year: their names and numbers count as the paper's own
+    terms: frozenset[str]  # analysed terms of the abstracts, titles and labels, and of their folded symbols
+    words: tuple[tuple[Word, ...], ...]  # per sentence
+    stated: notation.Values
+    derived: notation.Values
+    formulas: tuple[tuple[str, ...], ...]
+    squashed: str  # folded text for names with digits
+    index: dict[str, list[Position]] = field(default_factory=dict)  # term key → where a word has that term
+    flipped: dict[str, list[Position]] = field(default_factory=dict)  # … has it behind a negative prefix
+    poles: dict[int, list[tuple[int, Position]]] = field(default_factory=dict)  # pole pair → (side, where)
+    cues: list[tuple[Position, int, frozenset[str], frozenset[str] | None]] = field(default_factory=list)
+    comparisons: list[tuple[frozenset[int], int, int, frozenset[str], frozenset[str]]] = field(default_factory=list)
+    _parts: list[tuple[str, bool]] | None = None
+
+    @classmethod
+    def of(cls, sentences: Sequence[str], terms: frozenset[str] = frozenset(), extra: str = "") -> Source:
+        texts = [*sentences, extra]
+        folded = notation.fold_symbols(" ".join(texts))
+        stated, derived = notation.source_values(texts)
+        formulas = tuple(notation.canonical(f) for t in texts for _, _, f in notation.formula_spans(t))
+        every = terms | frozenset(analyze(folded)) | frozenset(t for s in texts for t in analyze(s))
+        src = cls(tuple(sentences), extra, every, tuple(words(s) for s in sentences), stated, derived,
+                  tuple(f for f in formulas if f), _squash(folded))
+        for si, sw in enumerate(src.words):
+            for j, w in enumerate(sw):
+                pos = (si, j)
+                for t in w.terms:
+                    src.index.setdefault(_key(t), []).append(pos)
+                for t in _flipped_terms(w.surface):
+                    src.flipped.setdefault(_key(t), []).append(pos)
+                for pi, side in _poles_of(w.surface):
+                    src.poles.setdefault(pi, []).append((side, pos))
+                if _is_cue(sw, j):
+                    head = _head(sw, j)
+                    if head is None or sw[head[0]].surface.isdigit():
+                        continue
+                    h, hterms = head
+                    nxt = _head(sw, h) if h + 1 < len(sw) and sw[h + 1].surface not in _BOUNDARY else None
+                    src.cues.append((pos, h, hterms, nxt[1] if nxt else None))
+            src.comparisons += _comparisons(sw)
+        return src
+
+    def parts(self) -> list[tuple[str, bool]]:
+        if self._parts is None:
+            self._parts = _parts([notation.fold_symbols(s) for s in (*self.sentences, self.extra)])
+        return self._parts
+
+    def occurrences(self, terms: Iterable[str], table: dict[str, list[Position]] | None = None) -> list[Position]:
+        """Where a word shares one of ``terms`` (in ``table``: the term index, or the prefixed-opposite one)."""
+        table = self.index if table is None else table
+        return sorted({pos for t in terms for pos in table.get(_key(t), ())})
+
+    def context(self, pos: Position, width: int = WINDOW) -> frozenset[str]:
+        return _context(self.words[pos[0]], pos[1], width)
+
+    def evidence_index(self, evidence: str) -> int:
+        """The evidence sentence's index (-1 when it is none of the source's)."""
+        return next((i for i, s in enumerate(self.sentences) if s == evidence), -1)
+
+
+# ---- rules ---------------------------------------------------------------------------------------
+def formula_reasons(statement: str, source: Source) -> tuple[list[str], str]:
+    """Formulas of the statement that are no run of a source formula; also the statement with its checked
+    formulas blanked out (their numbers are judged here, not by the number rule)."""
+    bad: list[str] = []
+    blanked = statement
+    for a, b, text in reversed(notation.formula_spans(statement)):
+        tokens = notation.canonical(text)
+        if not notation.checked(tokens):
+            continue
+        blanked = blanked[:a] + " " * (b - a) + blanked[b:]
+        if not any(notation.contains(f, tokens) for f in source.formulas):
+            bad.append(statement[a:b])
+    return ([f"{', '.join(reversed(bad))} not in the abstract"] if bad else []), blanked
+
+
+def number_reasons(statement: str, source: Source) -> list[str]:
+    """Quantities of the statement that neither appear in nor follow from the source."""
+    bad = [q.text for q in notation.quantities(statement)
+           if not notation.matches(q, source.stated, ROUNDED) and not notation.matches(q, source.derived, DERIVED)]
+    return [f"{', '.join(dict.fromkeys(bad))} not in the abstract"] if bad else []
+
+
+def name_reasons(statement: str, source: Source) -> list[str]:
     """Named methods, datasets and metrics of the statement that the source never names. A name with digits
     ("rank-16", "llama-guard-2") must match with its digits, which analysed terms leave out; an acronym may
-    be spelled out in the source instead; a capitalised word inside the sentence ("Kronecker") is a name too."""
-    source = _squash(" ".join([*sentences, extra]))
+    be spelled out in the source instead; a capitalised word inside the sentence ("Kronecker") is a name too.
+    Symbols compare folded: "L1" is ``$\\ell_1$``, "L2" is ``$L^2$``."""
+    folded = notation.fold_symbols(statement)
     bad: list[str] = []
-    for m in _DIGIT_NAME.finditer(statement):
+    for m in _DIGIT_NAME.finditer(folded):
         name = m.group(0).rstrip(".")
-        if not re.search(r"(?<!\w)" + re.escape(_squash(name)) + r"(?!\w)", source):
+        if not re.search(r"(?<!\w)" + re.escape(_squash(name)) + r"(?!\w)", source.squashed):
             bad.append(name)
-    parts: list[tuple[str, bool]] | None = None
     missing: set[str] = set()
     named = [frozenset(t for part in m.group(0).split("-") if re.search(r"[A-Z0-9]", part) for t in analyze(part))
-             for m in ENTITY.finditer(statement)]  # the names evidence.entities finds, as written
-    named += [frozenset(analyze(m.group(0))) for m in _PROPER.finditer(statement)]
+             for m in ENTITY.finditer(folded)]  # the names evidence.entities finds, as written
+    named += [frozenset(analyze(m.group(0))) for m in _PROPER.finditer(folded)]
     for terms in named:
         for t in terms:
-            if not t.isascii() or term_in(t, source_terms):
+            if not t.isascii() or term_in(t, source.terms):
                 continue  # math symbols ("χ²") are written many ways
-            if t.isalpha() and 2 <= len(t) <= 6:
-                parts = parts if parts is not None else _parts([*sentences, extra])
-                if _expands(t, parts):
-                    continue
+            if t.isalpha() and 2 <= len(t) <= 6 and _expands(t, source.parts()):
+                continue
             missing.add(t)
-    for m in re.finditer(r"[^\s,;:()\[\]]+", statement):
+    for m in re.finditer(r"[^\s,;:()\[\]]+", folded):
         word = m.group(0).rstrip(".")
         if missing & set(analyze(word)) and word not in bad:
             bad.append(word)
     return [f"{', '.join(bad)} not named in the abstract"] if bad else []
 
 
-# ---- negation and direction ----------------------------------------------------------------------
-def negation_reasons(statement: str, sentences: Sequence[str], evidence: str) -> list[str]:
-    """The statement negates what the source asserts, or asserts what its evidence sentence negates."""
-    ws = words(statement)
-    reasons: list[str] = []
+def _followed(ws: Sequence[Word], j: int, terms: frozenset[str]) -> bool:
+    """A word with these terms comes within three words after ``j``."""
+    return any(ws[k].terms and _same_word(terms, ws[k].terms) for k in range(j + 1, min(len(ws), j + 4)))
+
+
+def _negated_claims(ws: tuple[Word, ...], source: Source) -> list[str]:
+    """A negated word of the statement, where the source says the same thing (the occurrence sharing most words
+    around it) without a negation or restriction."""
+    reasons = []
     for i in range(len(ws)):
-        if not _is_cue(ws, i):
+        if ws[i].surface not in _STATEMENT_CUES or not _is_cue(ws, i):
             continue
         head = _head(ws, i)
         if head is None:
             continue
-        _, terms = head
-        seen = None
-        agrees = False
-        for s in sentences:
-            sw = words(s)
-            for j, w in enumerate(sw):
-                if not w.terms or not any(term_in(t, w.terms) or term_in(u, terms) for t in terms for u in w.terms):
-                    continue
-                if any(sw[k].surface in _RESTRICTIVE for k in range(max(0, j - WINDOW), min(len(sw), j + WINDOW + 1))):
-                    agrees = True
-                    break
-                seen = seen or _quote(sw, j)
-            if agrees:
-                break
-        if seen and not agrees:
-            reasons.append(f"says \u201c{_quote(ws, i, 1, 2)}\u201d where the abstract says \u201c{seen}\u201d")
-    ew = words(evidence)
-    stated = frozenset().union(*(w.terms for w in ws)) if ws else frozenset()
-    for i in range(len(ew)):
-        if not _is_cue(ew, i):
+        h, terms = head
+        if any(ws[k].surface in _NEGATION for k in range(i + 1, h)):
+            continue  # "does not fail on": a double negation asserts; the source's cue is checked below
+        around = _context(ws, h) - terms
+        found = [(_overlap(around, source.context(pos)), pos) for pos in source.occurrences(terms)
+                 if _same_word(terms, source.words[pos[0]][pos[1]].terms)]
+        if not found:
             continue
-        head = _head(ew, i)
-        if head is None:
-            continue
-        j, terms = head
-        nxt = _head(ew, j)  # the negated phrase's next word too: "do not consider the global objective"
-        scope = [terms] + ([nxt[1]] if nxt else [])
-        if not all(_shares(t, stated) for t in scope):
-            continue
-        for k, w in enumerate(ws):
-            if w.terms and _shares(terms, w.terms):
-                near = range(max(0, k - WINDOW - 1), min(len(ws), k + WINDOW + 1))
-                if not any(ws[x].surface in _RESTRICTIVE for x in near):
-                    reasons.append(f"says \u201c{_quote(ws, k, 1, 2)}\u201d where the abstract says "
-                                   f"\u201c{_quote(ew, i, 1, 3)}\u201d")
-                break
+        best = max(n for n, _ in found)
+        top = [pos for n, pos in found if n == best]
+        if not any(_restricted(source.words[si], j) for si, j in top):
+            si, j = top[0]
+            reasons.append(f"says \u201c{_quote(ws, i, 1, 2)}\u201d where the abstract says "
+                           f"\u201c{_quote(source.words[si], j)}\u201d")
     return reasons
+
+
+def _denied_claims(ws: tuple[Word, ...], source: Source, ev: int) -> list[str]:
+    """A word the source negates (with the word after it), asserted bare by the statement about the same thing."""
+    stated = frozenset().union(*(w.terms for w in ws)) if ws else frozenset()
+    wide = 2 * WINDOW
+    for (si, i), j, terms, nxt in source.cues:
+        if (nxt is None and si != ev) or not _shares(terms, stated) or (nxt is not None and not _shares(nxt, stated)):
+            continue
+        # The statement's words in the same order ("bias annotations"), not denied there.
+        k = next((k for k, w in enumerate(ws) if w.terms and _shares(terms, w.terms)
+                  and (nxt is None or _followed(ws, k, nxt)) and not _restricted(ws, k)), None)
+        if k is None:
+            continue
+        sw = source.words[si]
+        around = _context(ws, k, wide) - terms - (nxt or frozenset())
+        here = _overlap(around, _context(sw, j, wide))
+        if si != ev and here < 1:
+            continue
+        # The source also asserts it (the same words), about things as close to the statement's (closer, when the
+        # denial is in the evidence sentence and the assertion elsewhere): no contradiction.
+        if any(_overlap(around, source.context(pos, wide)) >= here + (si == ev and pos[0] != si)
+               and not _restricted(source.words[pos[0]], pos[1])
+               and (nxt is None or _followed(source.words[pos[0]], pos[1], nxt))
+               for pos in source.occurrences(terms) if _same_word(terms, source.words[pos[0]][pos[1]].terms)):
+            continue
+        return [f"says \u201c{_quote(ws, k, 1, 2)}\u201d where the abstract says \u201c{_quote(sw, i, 1, 3)}\u201d"]
+    return []
+
+
+def _prefixed_opposites(ws: tuple[Word, ...], source: Source) -> list[str]:
+    """"tractable" where the source says only "intractable" about the same words, or the other way round."""
+    reasons = []
+    wide = 2 * WINDOW
+    for k, w in enumerate(ws):
+        if not w.terms or len(w.surface) < 4 or _negated(ws, k):
+            continue
+        base = _flipped_terms(w.surface)
+        mine = base or w.terms
+        if base:  # the statement's word is prefixed: the source's bare word is its opposite
+            opposite_at = [p for p in source.occurrences(mine)
+                           if not _flipped_terms(source.words[p[0]][p[1]].surface)
+                           and _same_word(mine, source.words[p[0]][p[1]].terms)]
+            same_at = [p for p in source.occurrences(mine, source.flipped)
+                       if _same_word(mine, _flipped_terms(source.words[p[0]][p[1]].surface))]
+        else:
+            opposite_at = [p for p in source.occurrences(mine, source.flipped)
+                           if _same_word(mine, _flipped_terms(source.words[p[0]][p[1]].surface))]
+            if not opposite_at:
+                continue
+            same_at = [p for p in source.occurrences(mine)
+                       if not _flipped_terms(source.words[p[0]][p[1]].surface)
+                       and _same_word(mine, source.words[p[0]][p[1]].terms)]
+        opposite_at = [p for p in opposite_at if not _negated(source.words[p[0]], p[1])]
+        if not opposite_at:
+            continue
+        around = _context(ws, k, wide)
+        opposite, where = max((_overlap(around, source.context(p, wide)), p) for p in opposite_at)
+        same = max((_overlap(around, source.context(p, wide)) for p in same_at), default=-1)
+        if opposite >= 1 and (same <= 0 or opposite >= same + 2):
+            reasons.append(f"says \u201c{_quote(ws, k, 1, 1)}\u201d where the abstract says "
+                           f"\u201c{_quote(source.words[where[0]], where[1], 1, 1)}\u201d")
+    return reasons
+
+
+def negation_reasons(statement: str, source: Source, evidence: str) -> list[str]:
+    """The statement negates what the source asserts, asserts what the source negates, or uses the prefixed
+    opposite of the source's word about the same thing."""
+    ws = words(statement)
+    return (_negated_claims(ws, source) + _denied_claims(ws, source, source.evidence_index(evidence))
+            + _prefixed_opposites(ws, source))
 
 
 def _as_verb(ws: Sequence[Word], j: int) -> bool:
@@ -390,33 +558,106 @@ def _as_verb(ws: Sequence[Word], j: int) -> bool:
     return j + 1 < len(ws) and ws[j + 1].surface in _OBJECT_START
 
 
-def direction_reasons(statement: str, evidence: str) -> list[str]:
-    """A direction word of the statement is the opposite of the evidence sentence's about the same words."""
-    ws, ew = words(statement), words(evidence)
+def _pole_match(pattern: re.Pattern[str], surface: str) -> bool:
+    """The word, or a part of a hyphenated one ("lower-bound"), is of this pole; "non-…" words are not."""
+    if pattern.fullmatch(surface):
+        return True
+    parts = surface.split("-")
+    return len(parts) > 1 and parts[0] not in {"non", "un", "in"} and any(pattern.fullmatch(p) for p in parts)
+
+
+def direction_reasons(statement: str, source: Source, evidence: str) -> list[str]:
+    """A direction word of the statement is the opposite of the source's about the same words, and no
+    same-direction word of the source is about as close to them: in the evidence sentence the opposite word
+    must share more words around it than any same-direction one, elsewhere two more (and at least two)."""
+    ws = words(statement)
+    ev = source.evidence_index(evidence)
+    wide = 2 * WINDOW
     reasons: list[str] = []
-    for a, b in _POLE_RE:
-        for mine, other in ((a, b), (b, a)):
-            for j, w in enumerate(ws):
-                if not mine.fullmatch(w.surface) or _negated(ws, j) or not _as_verb(ws, j):
-                    continue
-                around = _context(ws, j)
-                same = [k for k, e in enumerate(ew) if mine.fullmatch(e.surface) and _shares(around, _context(ew, k))]
-                flip = [k for k, e in enumerate(ew) if other.fullmatch(e.surface) and not _negated(ew, k)
-                        and _shares(around, _context(ew, k))]
-                if flip and not same:
-                    reasons.append(f"says \u201c{_quote(ws, j, 1, 2)}\u201d where the abstract says "
-                                   f"\u201c{_quote(ew, flip[0], 1, 2)}\u201d")
-                    break
-    return reasons
+    done: set[int] = set()
+    # "A is less stable than B" where the source says "B is more stable than A": the same comparison.
+    converse = {c for at, pole, side, a, b in _comparisons(ws) for _, sp, sside, sa, sb in source.comparisons
+                if sp == pole and sside != side and _shares(a - sa, sb) and _shares(b - sb, sa) for c in at}
+    for j, w in enumerate(ws):
+        for pi, side in _poles_of(w.surface):
+            if pi in done or j in converse or _negated(ws, j) or not _as_verb(ws, j):
+                continue
+            if any((pi, 1 - side) in _poles_of(x.surface) for x in ws):
+                continue  # "both strong and weak supervision", "memory shrinks as blocks grow": both directions
+            around = _context(ws, j, wide)
+            same, flip, margin = 0, 0, 1
+            where: Position | None = None
+            for their_side, pos in source.poles.get(pi, ()):
+                sw = source.words[pos[0]]
+                agrees = (their_side == side) != _negated(sw, pos[1])
+                n = _overlap(around, source.context(pos, wide))
+                if agrees:
+                    same = max(same, n)
+                elif (n >= 2 or pos[0] == ev and n >= 1) and n > flip:
+                    flip, where, margin = n, pos, 1 if pos[0] == ev else 2
+            if where is not None and flip >= same + margin:
+                done.add(pi)
+                reasons.append(f"says \u201c{_quote(ws, j, 1, 2)}\u201d where the abstract says "
+                               f"\u201c{_quote(source.words[where[0]], where[1], 1, 2)}\u201d")
+    return reasons + _comparison_reasons(ws, source)
+
+
+_MORE = next(i for i, (a, _) in enumerate(_POLE_RE) if a.fullmatch("more"))
+
+
+def _comparisons(ws: Sequence[Word]) -> list[tuple[frozenset[int], int, int, frozenset[str], frozenset[str]]]:
+    """Each "A <comparative> … than B": (where its direction words are, pole pair, side, A's terms, B's terms).
+    "more stable" and "less stable" are one pair (stable) on opposite sides; "more effective" is more/less."""
+    out: list[tuple[frozenset[int], int, int, frozenset[str], frozenset[str]]] = []
+    for t, w in enumerate(ws):
+        if w.surface != "than" or t + 1 < len(ws) and ws[t + 1].surface[:1].isdigit():
+            continue  # "more than 82 million nodes" is a quantity
+        at: list[int] = []
+        for c in range(t - 1, max(-1, t - 9), -1):
+            if ws[c].surface in _BOUNDARY:
+                break
+            if _poles_of(ws[c].surface):
+                at.append(c)
+            elif at:
+                break
+        if not at:
+            continue
+        first = min(at)
+        content = [c for c in at if _poles_of(ws[c].surface)[0][0] != _MORE]
+        pole = _poles_of(ws[content[0]].surface)[0][0] if content else _MORE
+        side = sum(_poles_of(ws[c].surface)[0][1] for c in at) % 2 ^ _negated(ws, first)
+        before: set[str] = set()
+        for k in range(first - 1, max(-1, first - 6), -1):
+            if ws[k].surface in _BOUNDARY:
+                break
+            before |= ws[k].terms
+        after: set[str] = set()
+        for k in range(t + 1, min(len(ws), t + 4)):
+            if ws[k].surface in _BOUNDARY or ws[k].surface in {"and", "while", "but", "which", "on", "in"}:
+                break
+            after |= ws[k].terms
+        if before and after:
+            out.append((frozenset(at), pole, side, frozenset(before), frozenset(after)))
+    return out
+
+
+def _comparison_reasons(ws: Sequence[Word], source: Source) -> list[str]:
+    """"A is more effective than B" where the source says "B is more effective than A" ("A is less effective than
+    B" is left to the direction rule, and "B is less effective than A" is the same comparison)."""
+    for _, pole, side, a, b in _comparisons(ws):
+        for _, sp, sside, sa, sb in source.comparisons:
+            if sp == pole and sside == side and _shares(a - sa, sb) and _shares(b - sb, sa):
+                return [f"compares the other way round from the abstract "
+                        f"(\u201c{' '.join(x.surface for x in ws if x.surface not in _BOUNDARY)}\u201d)"]
+    return []
 
 
 # ---- all rules -----------------------------------------------------------------------------------
-def check(statement: str, sentences: Sequence[str], source_terms: frozenset[str], evidence: str,
-          extra: str = "") -> list[str]:
-    """Why ``statement`` is not what its source says; empty when every rule passes.
+def check(statement: str, source: Source, evidence: str) -> list[str]:
+    """Why ``statement`` is not what its ``source`` says; empty when every rule passes.
 
-    ``sentences``: the cited abstracts' sentences; ``source_terms``: their analysed terms with title and label;
-    ``evidence``: the sentence that best matches the statement; ``extra``: more source text whose numbers
-    count (title, label, year)."""
-    return (number_reasons(statement, sentences, extra) + name_reasons(statement, source_terms, sentences, extra)
-            + negation_reasons(statement, sentences, evidence) + direction_reasons(statement, evidence))
+    ``source``: the cited abstracts parsed once (``Source.of``); ``evidence``: the source sentence that best
+    matches the statement."""
+    formulas, rest = formula_reasons(statement, source)
+    return (formulas + number_reasons(rest, source) + name_reasons(rest, source)
+            + negation_reasons(statement, source, evidence) + direction_reasons(statement, source, evidence))

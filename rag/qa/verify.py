@@ -138,6 +138,7 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
     best: dict[int, list[tuple[float, int, int]]] = {i: [] for i in range(1, len(sources) + 1)}
     scores: dict[int, list[float]] = {i: [] for i in range(1, len(sources) + 1)}
     failed: set[int] = set()  # citations carried by a statement that fails a claim check
+    parsed: dict[tuple[int, ...], claims.Source] = {}  # cited abstracts as the claim checks read them
     checks: list[StatementCheck] = []
     for si, st in enumerate(stmts):
         terms = content_terms(st.text)
@@ -164,11 +165,14 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
                 warnings.append(f"[{n}] may not support: \u201c{st.text[:160]}\u201d (support {support:.2f})")
                 why.append(f"[{n}] is about something else (support {support:.2f})")
         if top is not None:
-            papers = [sources[n - 1].paper for n in cited]
-            sentences = [s for n in cited for s in evs[n - 1].sentences]
-            names = frozenset().union(*(evs[n - 1].all_terms for n in cited))
-            extra = " ".join(f"{p.title or ''} {p.label} {p.year or ''}" for p in papers)
-            wrong = claims.check(st.text, sentences, names, top[1], extra)
+            key = tuple(cited)
+            if key not in parsed:  # each set of cited abstracts is parsed once per answer, not per statement
+                papers = [sources[n - 1].paper for n in cited]
+                parsed[key] = claims.Source.of(
+                    [s for n in cited for s in evs[n - 1].sentences],
+                    frozenset().union(*(evs[n - 1].all_terms for n in cited)),
+                    " ".join(f"{p.title or ''} {p.label} {p.year or ''}" for p in papers))
+            wrong = claims.check(st.text, parsed[key], top[1])
             if wrong:
                 failed.update(cited)
                 marks = "".join(f"[{n}]" for n in cited)

@@ -1,0 +1,468 @@
+"""Numbers, units, formulas and math symbols read one way, so a statement and its abstract compare.
+
+An abstract writes ``$10^{-3}$``, ``18.6\\%``, ``50\u00d7``, ``$\\widetilde{O}(T^{5/8})$`` and ``$\\ell_1$``; an answer
+writes 0.001, "18.6 percent", "fifty-fold", "\u00d5(T^0.625)" and "L1". ``quantities`` finds every quantity of a
+text (digits with their units, scientific and LaTeX notation, numbers in words, fractions, multipliers, orders of
+magnitude) with the values it equals in other units; ``source_values`` and ``matches`` say whether a quantity is
+one a source states, rounds or derives; ``formula_spans`` and ``canonical`` find asymptotic and power expressions
+and write them as one token sequence; ``fold_symbols`` spells math names as words. Used by ``rag.qa.claims``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+_MATH = re.compile(r"(?<!\\)\$(?!\$)((?:\\\$|[^$])+?)(?<!\\)\$")
+_GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "zeta": "ζ",
+          "eta": "η", "theta": "θ", "vartheta": "θ", "iota": "ι", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν",
+          "xi": "ξ", "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "upsilon": "υ", "phi": "φ", "varphi": "φ",
+          "chi": "χ", "psi": "ψ", "omega": "ω", "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ",
+          "Pi": "Π", "Sigma": "Σ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω"}
+_GREEK_NAME = {v: k.lower() for k, v in _GREEK.items() if not k.startswith("var")} | {"ϵ": "epsilon", "µ": "mu"}
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+
+
+def fold_symbols(text: str) -> str:
+    """Math names as an answer writes them in words: ``$\\ell_1$`` → "l1", ``$L^2$`` → "L2", α → "alpha",
+    ``\\infty`` → "inf"; the ``$``, braces, ``^`` and ``_`` go."""
+    s = unicodedata.normalize("NFKC", text.replace("\u2113", "l"))  # ℓ, and ² → 2
+    s = re.sub(r"\\ell(?![A-Za-z])", "l", s)
+    s = re.sub(r"\\(?:infty)(?![A-Za-z])|\u221e", "inf", s)
+    s = re.sub(r"\\(var)?([A-Za-z]+)", lambda m: m.group(2).lower() if m.group(0)[1:] in _GREEK else "", s)
+    s = "".join(_GREEK_NAME.get(c, c) for c in s)
+    return re.sub(r"[${}^_\\]", "", s)
+
+
+def _decimal(v: float) -> str:
+    s = f"{v:.12f}".rstrip("0").rstrip(".")
+    return s or "0"
+
+
+def numeric_text(text: str) -> str:
+    """Text whose numbers read one way: ``\\%`` → %, ``$99.42\\%$`` → 99.42%, ``$10^{-3}$``, 10^-3, 1e-3 →
+    0.001, ``2\\times 10^{4}`` → 20000, ``$\\times 2$`` → 2×, thin spaces and ``{,}`` dropped, Unicode minus → -."""
+    s = text.replace("\\\\%", "%").replace("\\%", "%").replace("\u2212", "-").replace("{,}", ",")
+    s = re.sub(r"\\[,;!: ]|~", " ", s)
+    s = re.sub(r"\\(?:times|cdot)(?![A-Za-z])", "×", s)
+    s = re.sub(r"\\(?:text|mathrm|mathit|textrm)\s*\{([^{}]*)\}", r"\1", s)
+    s = re.sub(r"\\mu(?![A-Za-z])", "µ", s)
+    s = re.sub(r"(?<![\d.])10([⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)", lambda m: "10^" + m.group(1).translate(_SUPERSCRIPT), s)
+
+    def power(m: re.Match[str]) -> str:
+        base = float(m.group(1)) if m.group(1) else 1.0
+        return _decimal(base * 10 ** int(m.group(2)))
+
+    s = re.sub(r"(?<![\w.^])(?:(\d+(?:\.\d+)?)\s*[×x·]\s*)?10\s*\^\s*\{?\s*([-+]?\d{1,2})\s*\}?(?!\d|\.\d)", power, s)
+    s = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([-+]?\d{1,2})(?!\w|\.\d)",
+               lambda m: _decimal(float(m.group(1)) * 10 ** int(m.group(2))), s)
+    s = re.sub(r"(?<![\w\d])×\s*(\d+(?:\.\d+)?)(?![\d.])", r"\1×", s)  # "×2" → "2×"
+    # Math that is now only a number ("$64$", "$99.42%$", "$0.001$") loses its dollars.
+    return re.sub(r"\$\s*([-+]?[\d.,]+\s*[%×]?\s*(?:µ\w*)?)\s*\$", r"\1", s)
+
+
+# ---- numbers -------------------------------------------------------------------------------------
+_NUMBER = re.compile(
+    r"(?<![\w.^_\\])(?<![A-Za-z]-)"  # not part of a name: CIFAR-10, x2, L2, n^2
+    r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)"
+    r"(?:\s?(%|per\s?cent(?:age)?(?:\s+points?)?|pp\b|×|x\b|times\b|-?fold\b|[kKMB]\b|thousand\b|million\b|"
+    r"billion\b|orders?\s+of\s+magnitude\b))?"
+    r"(?![\d])")
+_UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+          "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+          "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+          "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9}
+_DENOMINATORS = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4, "fourth": 4,
+                 "fourths": 4, "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6, "seventh": 7, "sevenths": 7,
+                 "eighth": 8, "eighths": 8, "ninth": 9, "ninths": 9, "tenth": 10, "tenths": 10, "hundredth": 100,
+                 "hundredths": 100, "thousandth": 1000, "thousandths": 1000}
+_MULTIPLIERS = {"twice": 2, "double": 2, "doubles": 2, "doubled": 2, "doubling": 2, "triple": 3, "triples": 3,
+                "tripled": 3, "tripling": 3, "quadruple": 4, "quadruples": 4, "quadrupled": 4, "dozen": 12,
+                "halve": 0.5, "halves": 0.5, "halved": 0.5, "halving": 0.5}
+# Words that count as numbers in a source but are too common to check in a statement ("one of", "a single").
+_SOURCE_ONLY = {"one": 1, "single": 1, "once": 1, "pair": 2, "both": 2, "dual": 2}
+_TIMES = {"\u00d7", "x", "times", "fold"}
+_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "b": 1e9, "billion": 1e9}
+
+
+@dataclass(frozen=True)
+class Quantity:
+    text: str  # as written
+    unit: str  # "%", "x" (times), or "" (a count, a plain number)
+    value: float  # as written: 65 for "65%"
+    decimals: int  # digits after the point as written (how far it may round a source value)
+    values: frozenset[float]  # what it equals in other units too (65% → 65, 0.65; 8K → 8, 8000)
+
+
+def _quantity(text: str, value: float, unit: str, decimals: int = 0) -> Quantity:
+    vals = {value}
+    if unit == "%":
+        vals.add(value / 100)  # 65% is 0.65 (a fraction is a percentage only of a percentage: see ``matches``)
+    return Quantity(text, unit, value, decimals, frozenset(round(v, 9) for v in vals))
+
+
+def _digit_quantities(text: str) -> list[Quantity]:
+    out: list[Quantity] = []
+    for m in _NUMBER.finditer(text):
+        raw, unit = m.group(1), re.sub(r"\s+", " ", (m.group(2) or "").lower()).strip("-")
+        after = text[m.end():m.end() + 1]
+        if after.isalpha() and not unit:  # "3D", "2nd", "83ms": part of a word
+            continue
+        v = float(raw.replace(",", ""))
+        decimals = len(raw.split(".")[1]) if "." in raw else 0
+        if "magnitude" in unit:
+            out.append(_quantity(m.group(0), 10 ** v, "x"))
+            continue
+        kind = "%" if unit.startswith(("%", "per", "pp")) else "x" if unit in _TIMES else ""
+        q = _quantity(m.group(0), v, kind, decimals)
+        if unit in _SCALE:
+            q = Quantity(q.text, "", v, decimals, q.values | {v * _SCALE[unit]})
+        out.append(q)
+    return out
+
+
+def _cardinal(parts: Sequence[str], i: int) -> tuple[float, int] | None:
+    """A number written in words from ``parts[i]`` ("twenty five", "one hundred", "fifty"): (value, words used)."""
+    total, current, j = 0.0, 0.0, i
+    while j < len(parts):
+        p = parts[j]
+        if p in _UNITS:
+            current += _UNITS[p]
+        elif p in _SCALES and (current or j > i):
+            current = max(current, 1) * _SCALES[p]
+            if _SCALES[p] >= 1000:
+                total, current = total + current, 0.0
+        elif p == "and" and j > i and j + 1 < len(parts) and parts[j + 1] in _UNITS:
+            pass
+        else:
+            break
+        j += 1
+    return (total + current, j - i) if j > i else None
+
+
+def _word_parts(text: str) -> list[str]:
+    """Lower-cased words, hyphenated ones as their parts ("two-fifths" → two, fifths; "tenfold" → ten, fold)."""
+    out: list[str] = []
+    for w in re.findall(r"[a-z]+(?:-[a-z]+)*", text.casefold()):
+        for p in w.split("-"):
+            if p.endswith("fold") and p[:-4] in _UNITS | _SCALES:
+                out += [p[:-4], "fold"]
+            else:
+                out.append(p)
+    return out
+
+
+def _word_quantities(text: str, source: bool) -> list[Quantity]:
+    """Numbers written in words: cardinals, fractions ("a third", "two-fifths", "half a percent"), multipliers
+    ("twice", "three-fold", "ten times") and orders of magnitude. A statement's "one" alone is not a quantity."""
+    parts = _word_parts(text)
+    out: list[Quantity] = []
+    i = 0
+    while i < len(parts):
+        p = parts[i]
+        nxt = parts[i + 1] if i + 1 < len(parts) else ""
+        card = _cardinal(parts, i)
+        if p in {"a", "an"} and nxt in _DENOMINATORS and nxt not in {"half", "halves"}:
+            out.append(_quantity(f"{p} {nxt}", 1 / _DENOMINATORS[nxt], ""))
+            i += 2
+        elif p in {"a", "an", "one"} and parts[i + 1:i + 4] in (["order", "of", "magnitude"],):
+            out.append(_quantity(f"{p} order of magnitude", 10, "x"))
+            i += 4
+        elif p == "orders" and parts[i + 1:i + 3] == ["of", "magnitude"]:
+            # "orders of magnitude" with no count: a hundredfold or more
+            out.append(Quantity("orders of magnitude", "x", 100, 0, frozenset({100.0, 1000.0, 10000.0})))
+            i += 3
+        elif p == "half":
+            if nxt in {"a", "of"} and i + 2 < len(parts) and parts[i + 2] in {"percent", "per"}:
+                out.append(_quantity("half a percent", 0.5, "%"))
+                i += 3
+            else:
+                out.append(_quantity("half", 0.5, ""))
+                i += 1
+        elif p in _MULTIPLIERS:
+            out.append(_quantity(p, _MULTIPLIERS[p], "x"))
+            i += 1
+        elif card is not None:
+            value, used = card
+            j = i + used
+            after = parts[j] if j < len(parts) else ""
+            written = " ".join(parts[i:j])
+            if after in _DENOMINATORS and after not in {"half", "halves"}:
+                out.append(_quantity(f"{written} {after}", value / _DENOMINATORS[after], ""))
+                j += 1
+            elif after in {"fold", "times"}:
+                out.append(_quantity(f"{written} {after}", value, "x"))
+                j += 1
+            elif after in {"percent", "per"}:
+                out.append(_quantity(f"{written} percent", value, "%"))
+                j += 1 + (after == "per")
+            elif after in {"order", "orders"} and parts[j + 1:j + 3] == ["of", "magnitude"]:
+                out.append(_quantity(f"{written} orders of magnitude", 10 ** value, "x"))
+                j += 3
+            elif source or written != "one":
+                out.append(_quantity(written, value, ""))
+            i = j
+        else:
+            if source and p in _SOURCE_ONLY:
+                out.append(_quantity(p, _SOURCE_ONLY[p], ""))
+            i += 1
+    return out
+
+
+def quantities(text: str, source: bool = False) -> list[Quantity]:
+    s = numeric_text(text)
+    return _digit_quantities(s) + _word_quantities(s, source)
+
+
+@dataclass
+class Values:
+    """What a source states: every value in every unit (for equality) and the values as written (which a
+    statement may round); both for values stated and for values derived within one sentence."""
+
+    exact: set[float] = field(default_factory=set)
+    written: set[float] = field(default_factory=set)
+    percents: set[float] = field(default_factory=set)  # percentages as written (18.6 for 18.6%)
+    in_formulas: set[float] = field(default_factory=set)  # plain numbers inside formulas ("1" of (1+ε)√n)
+
+
+def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
+    """Every value the sources state and the differences and ratios of like values stated together in one
+    sentence (those a statement may derive: "from 60% to 70%" → "10 points")."""
+    stated, derived = Values(), Values()
+    for s in texts:
+        qs = quantities(blank_formulas(s), source=True)
+        stated.in_formulas |= {q.value for q in quantities(s, source=True) if not q.unit}
+        for q in qs:
+            stated.exact |= q.values
+            stated.written.add(q.value)
+            if q.unit == "%":
+                stated.percents.add(q.value)
+        # Only like with like (two percentages, two counts), and never a year: 2025 - 1 is not a claim.
+        like = [q for q in qs if not (1900 <= q.value <= 2100 and q.value.is_integer())][:12]
+        for i, qa in enumerate(like):
+            for qb in like[i + 1:]:
+                if qa.unit != qb.unit:
+                    continue
+                a, b = qa.value, qb.value
+                found = {round(abs(a - b), 6)} | ({round(max(a, b) / min(a, b), 6)} if a and b else set())
+                derived.written |= found
+                derived.exact |= found | ({round(x / 100, 8) for x in found} if qa.unit == "%" else set())
+                if qa.unit == "%":
+                    derived.percents |= found
+    return stated, derived
+
+
+def matches(q: Quantity, source: Values, rel: float) -> bool:
+    if any(math.isclose(s, v, rel_tol=1e-6, abs_tol=1e-9) for s in q.values for v in source.exact):
+        return True
+    # A plain number of a formula the statement writes out of it ("(1+ε)" in "L = (1+ε) n^{1/2}"); not a
+    # multiplier or a percentage ("3-fold" is not the 3 of T^{2/3}).
+    if not q.unit and q.value in source.in_formulas:
+        return True
+    # A fraction quotes a percentage ("a tenth", 0.1 for 10%), not a count: 0.01 is not the "1" of "rank-1".
+    if not q.unit and 0 < q.value < 1 and any(math.isclose(q.value * 100, v, rel_tol=0.015) for v in source.percents):
+        return True
+    # A source value rounded ("2.7x" from 2.65x, "99%" from 99.15%), never the other way round, and only a
+    # little ("1%" is not 1.3%); compared as written, so "1%" is not a rounded 0.98 (98%).
+    tol = 0.5 * 10 ** -q.decimals + 1e-9
+    return any(_decimals(v) > q.decimals and abs(q.value - v) <= min(tol, rel * abs(v)) for v in source.written)
+
+
+def _decimals(v: float) -> int:
+    s = f"{v:.6f}".rstrip("0")
+    return len(s.split(".")[1]) if "." in s else 0
+
+
+# ---- formulas ------------------------------------------------------------------------------------
+_HEADS = {"O", "Ω", "Θ", "o", "ω"}
+_DECORATION = re.compile(r"\\(?:widetilde|tilde|widehat|hat|bar|overline|mathcal|mathrm|mathbf|mathbb|mathit|"
+                         r"operatorname|text|textrm|math|boldsymbol|mathsf)\s*\{([^{}]*)\}")
+_PLAIN_HEAD = re.compile(r"(?<![\w\\])(?:[OΩΘ]\u0303?|Õ|Omega|Theta|o)\s*\(")
+_POWER_RUN = re.compile(r"[^\s,;:]*(?:\^|[²³⁴⁵⁶⁷⁸⁹⁰¹⁻]|√)[^\s,;:]*")
+_FORMULA_TOKEN = re.compile(r"\d+(?:\.\d+)?|(?:polylog|poly|log|ln|exp|sqrt|max|min|ceil|floor|nnz|sup|lim|det|OPT)"
+                            r"|[A-Za-z]|[^\sA-Za-z\d]")
+
+
+def _balanced(text: str, start: int) -> int:
+    """Index just past the parenthesis group opening at or after ``start`` (or the text's end)."""
+    depth = 0
+    for k in range(start, len(text)):
+        if text[k] == "(":
+            depth += 1
+        elif text[k] == ")":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+    return len(text)
+
+
+def _groups(s: str, command: str, n: int) -> str:
+    """``\\command{a}{b}`` (nested braces allowed) → "((a)/(b))" for frac, "(a)^(1/2)" for sqrt."""
+    out: list[str] = []
+    i = 0
+    while True:
+        k = s.find("\\" + command, i)
+        if k < 0:
+            return "".join(out) + s[i:]
+        args, j = [], k + len(command) + 1
+        for _ in range(n):
+            while j < len(s) and s[j] == " ":
+                j += 1
+            if j >= len(s) or s[j] != "{":
+                break
+            depth, start = 0, j
+            for j in range(start, len(s)):
+                depth += {"{": 1, "}": -1}.get(s[j], 0)
+                if depth == 0:
+                    break
+            args.append(s[start + 1:j])
+            j += 1
+        if len(args) < n:
+            out.append(s[i:k + len(command) + 1])
+            i = k + len(command) + 1
+            continue
+        out.append(s[i:k] + ("((" + args[0] + ")/(" + args[1] + "))" if n == 2 else "(" + args[0] + ")^(1/2)"))
+        i = j
+
+
+def canonical(expr: str) -> tuple[str, ...]:
+    """A formula as tokens that read the same however it was written: LaTeX or Unicode or plain text,
+    ``\\widetilde{O}`` = Õ = O, ``\\sqrt{n}`` = √n = n^{1/2}, n² = n^2, exponents evaluated (5/8 → 0.625),
+    braces and ``\\left(`` as parentheses, subscripts, implicit products and spacing dropped,
+    ε = epsilon = ``\\epsilon``."""
+    s = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+", lambda m: "^(" + m.group(0).translate(_SUPERSCRIPT) + ")", expr)
+    s = unicodedata.normalize("NFKD", s).replace("\u0303", "")  # Õ → O
+    s = s.replace("$", " ").replace("\u2212", "-").replace("\u2013", "-").replace("\\\\", "\\")
+    prev = None
+    while prev != s:
+        prev, s = s, _DECORATION.sub(r"\1", s)
+    s = re.sub(r"\\(?:tilde|widetilde|hat|widehat|bar|mathcal|operatorname|left|right|big|Big|bigg|Bigg)"
+               r"(?![A-Za-z])", "", s)
+    s = re.sub(r"\\l(ceil|floor)(?![A-Za-z])", r" \1(", s)
+    s = re.sub(r"\\r(?:ceil|floor)(?![A-Za-z])", ")", s)
+    s = s.replace("⌈", " ceil(").replace("⌉", ")").replace("⌊", " floor(").replace("⌋", ")")
+    s = _groups(_groups(s, "frac", 2), "sqrt", 1)
+    s = re.sub(r"√\s*(\([^()]*\)|\{[^{}]*\}|[\w.]+)", r"(\1)^(1/2)", s)
+    s = re.sub(r"\bsqrt\s*(\([^()]*\))", r"(\1)^(1/2)", s)
+    s = re.sub(r"_(?:\{[^{}]*\}|\\?[A-Za-z0-9]+|[^\s{])", "", s)  # subscripts: o_n(1) is o(1)
+    s = re.sub(r"\\(var)?([A-Za-z]+)", lambda m: _GREEK.get(m.group(0)[1:], m.group(2)), s)
+    s = re.sub(r"\b(var)?(epsilon|eps|alpha|beta|gamma|delta|lambda|sigma|theta|mu|Omega|Theta)\b",
+               lambda m: _GREEK.get(m.group(2), "ε" if m.group(2) == "eps" else m.group(2)), s)
+    s = s.replace("ϵ", "ε").replace("{", "(").replace("}", ")").replace("[", "(").replace("]", ")")
+    s = re.sub(r"[×·*~\s]|\\[,;!: ]", "", s)
+    return tuple(_simplify(_FORMULA_TOKEN.findall(s)))
+
+
+def _number_token(v: Fraction | float) -> str:
+    f = float(v)
+    return str(int(f)) if f.is_integer() else f"{f:.4f}".rstrip("0")
+
+
+def _evaluate(tokens: Sequence[str]) -> Fraction | None:
+    """The value of a purely numeric token run ("5", "/", "8"; "-", "1"), else None."""
+    text = "".join(tokens)
+    if not re.fullmatch(r"[-+]?\d+(?:\.\d+)?(?:/[-+]?\d+(?:\.\d+)?)?", text):
+        return None
+    try:
+        num, _, den = text.partition("/")
+        value = Fraction(num) / (Fraction(den) if den else 1)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return value
+
+
+def _closing(tokens: Sequence[str], i: int) -> int:
+    """Index of the parenthesis closing the one at ``i`` (or the last index)."""
+    depth = 0
+    for k in range(i, len(tokens)):
+        depth += {"(": 1, ")": -1}.get(tokens[k], 0)
+        if depth == 0:
+            return k
+    return len(tokens) - 1
+
+
+def _simplify(tokens: list[str]) -> list[str]:
+    """Exponents evaluated (^(5/8) → ^0.625, ^(1/2) → ^0.5), parentheses around one token dropped unless they
+    hold a head's argument (O(1) stays, log^2(n) → log^2 n)."""
+    out = list(tokens)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(out) - 2):
+            if out[i] == "(" and out[i + 2] == ")" and (i == 0 or out[i - 1] not in _HEADS):
+                out[i:i + 3] = [out[i + 1]]
+                changed = True
+                break
+            if out[i] == "(" and out[i + 1] == "(":
+                m = _closing(out, i + 1)
+                if m + 1 < len(out) and out[m + 1] == ")" and _closing(out, i) == m + 1:
+                    del out[m + 1], out[i]  # ((x)) → (x)
+                    changed = True
+                    break
+            if out[i] == "^" and out[i + 1] == "(":
+                depth, k = 0, i + 1
+                for k in range(i + 1, len(out)):
+                    depth += {"(": 1, ")": -1}.get(out[k], 0)
+                    if depth == 0:
+                        break
+                value = _evaluate(out[i + 2:k])
+                if value is not None:
+                    out[i + 1:k + 1] = [_number_token(value)]
+                    changed = True
+                    break
+        for i in range(len(out)):
+            if re.fullmatch(r"\d+\.\d+|\d+", out[i]) and out[i] != _number_token(float(out[i])):
+                out[i] = _number_token(float(out[i]))
+    return out
+
+
+def formula_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where ``text`` writes formulas: ``$…$`` math, asymptotic heads with their parentheses ("O(n log n)"), and
+    runs holding a power or a root ("n²/ε²", "T^{3/5}", "(1+ε)√n")."""
+    spans: list[tuple[int, int, str]] = [(m.start(), m.end(), m.group(1)) for m in _MATH.finditer(text)]
+
+    def free(a: int, b: int) -> bool:
+        return not any(a < e and s < b for s, e, _ in spans)
+
+    for m in _PLAIN_HEAD.finditer(text):
+        end = _balanced(text, m.end() - 1)
+        if free(m.start(), end):
+            spans.append((m.start(), end, text[m.start():end]))
+    for m in _POWER_RUN.finditer(text):
+        a, b = m.start(), m.end()
+        while b > a and (text[b - 1] in ".,;:" or text[b - 1] == ")" and text.count("(", a, b) < text.count(")", a, b)):
+            b -= 1
+        while a < b and text[a] == "(" and text.count("(", a, b) > text.count(")", a, b):
+            a += 1
+        words_around = re.fullmatch(r"((?:[A-Za-z]{2,}-)*)(.*?)((?:-[A-Za-z]{2,})*)", text[a:b])
+        if words_around:  # "KL-χ²", "χ²-divergence": the formula is χ²
+            a, b = a + len(words_around.group(1)), b - len(words_around.group(3))
+        if free(a, b):
+            spans.append((a, b, text[a:b]))
+    return sorted(spans)
+
+
+def checked(tokens: Sequence[str]) -> bool:
+    """A formula worth checking: an asymptotic head or a power with a letter in it (a bare number or a symbol
+    name like ``$\\ell_1$`` is left to the number and name rules)."""
+    letters = any(t.isalpha() or t in _GREEK_NAME or t == "ε" for t in tokens)
+    return letters and (any(t in _HEADS for t in tokens) or "^" in tokens)
+
+
+def contains(hay: Sequence[str], needle: Sequence[str]) -> bool:
+    n = len(needle)
+    return any(tuple(hay[i:i + n]) == tuple(needle) for i in range(len(hay) - n + 1))
+
+
+def blank_formulas(text: str) -> str:
+    """``text`` with its checked formulas (see ``checked``) blanked out: their numbers are a formula's, not
+    quantities the text states."""
+    for a, b, f in reversed(formula_spans(text)):
+        if checked(canonical(f)):
+            text = text[:a] + " " * (b - a) + text[b:]
+    return text

@@ -1,0 +1,148 @@
+"""Claim checks (rag.qa.claims, rag.qa.notation): a statement that contradicts its abstract in a number, a formula,
+a negation, a direction or a name is caught however either side writes it, and a faithful re-wording is not.
+
+The abstracts here are written for these tests (no labelled set's text), and each case comes as a pair: the
+faithful wording passes and the changed one fails, so neither half can pass by the rule doing nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.qa import claims, notation
+from rag.qa.evidence import EvidenceIndex
+from rag.qa.generate import Generation
+from rag.qa.retrieval import PaperHit
+from rag.qa.verify import verify
+from rag.quarantine import sentences_of
+from rag.records import StoredPaper
+
+ABSTRACT = (
+    "We present SparseRank, a solver for $\\ell_1$-regularized ranking. "
+    "SparseRank finds solutions of $10^{-3}$ precision and reaches 18.6\\% error on the TREC benchmark, "
+    "$\\times 2$ faster than interior-point methods. "
+    "With 40\\% of the labels corrupted it still keeps its accuracy. "
+    "Its regret is $\\widetilde{O}(T^{5/8})$, improving on the previous $\\widetilde{O}(T^{2/3})$, and detection "
+    "succeeds when $L = (1+\\epsilon)\\sqrt{n}$. "
+    "Computing the exact ranking is intractable, and the objective is non-convex. "
+    "Previous solvers fail to exploit sparsity and overlook the label noise. "
+    "SparseRank eliminates the need for hand-tuned step sizes. "
+    "It updates along the direction of the gradients rather than the gradients themselves. "
+    "On large problems the speedup is an order of magnitude, and memory use decreases with the number of blocks. "
+    "Dual methods are more stable than primal methods.")
+SENTENCES = sentences_of(ABSTRACT)
+SOURCE = claims.Source.of(SENTENCES, frozenset(), "SparseRank: fast sparse ranking")
+
+
+def why(statement: str) -> list[str]:
+    """The reasons, against the abstract sentence sharing most words with the statement as evidence."""
+    words = set(statement.lower().split())
+    evidence = max(SENTENCES, key=lambda s: len(words & set(s.lower().split())))
+    return claims.check(statement, SOURCE, evidence)
+
+
+@pytest.mark.parametrize(("faithful", "changed"), [
+    ("SparseRank reaches a precision of 0.001.", "SparseRank reaches a precision of $10^{-4}$."),
+    ("SparseRank reaches a precision of 1e-3.", "SparseRank reaches a precision of 1e-2."),
+    ("It has an 18.6 percent error on TREC.", "It has a $16.8\\%$ error on TREC."),
+    ("SparseRank is twice as fast as interior-point methods.",
+     "SparseRank is three-fold faster than interior-point methods."),
+    ("It runs two times faster than interior-point methods.",
+     "It runs $\\times 3$ faster than interior-point methods."),
+    ("It keeps its accuracy with two-fifths of the labels corrupted.",
+     "It keeps its accuracy with a third of the labels corrupted."),
+    ("On large problems the speedup is ten times.", "On large problems the speedup is two orders of magnitude."),
+])
+def test_numbers_compare_across_notations(faithful: str, changed: str) -> None:
+    assert why(faithful) == [], faithful
+    reasons = why(changed)
+    assert reasons and "not in the abstract" in reasons[0], (changed, reasons)
+
+
+@pytest.mark.parametrize(("faithful", "changed"), [
+    ("Its regret is \u00d5(T^{5/8}).", "Its regret is \u00d5(T^{3/5})."),
+    ("Its regret is $\\widetilde{O}(T^{0.625})$.", "Its regret is $O(T^{2/5})$."),
+    ("Detection succeeds when L = (1+\u03b5)\u221an.", "Detection succeeds when $L = (1+\\epsilon) n^{1/3}$."),
+    ("Detection succeeds when L = (1+epsilon) n^{1/2}.", "Detection succeeds when L = (2+\u03b5)\u221an."),
+])
+def test_formulas_compare_once_written_one_way(faithful: str, changed: str) -> None:
+    assert why(faithful) == [], faithful
+    reasons = why(changed)
+    assert any("not in the abstract" in r for r in reasons), (changed, reasons)
+
+
+def test_canonical_formulas() -> None:
+    assert notation.canonical("$\\widetilde{O}(T^{5/8})$") == notation.canonical("\u00d5(T^0.625)")
+    assert notation.canonical("O(nr\\log^2(n))") == notation.canonical("O(n r log\u00b2 n)")
+    assert notation.canonical("\\sqrt{n}") == notation.canonical("n^{1/2}")
+    assert notation.canonical("O(n^{K/4})") != notation.canonical("O(n^{K/2})")
+
+
+def test_symbol_names_fold() -> None:
+    assert why("SparseRank solves L1-regularized ranking.") == []
+    assert why("SparseRank solves \u21131-regularized ranking.") == []
+    assert "L2-regularized not named" in " ".join(why("SparseRank solves L2-regularized ranking."))
+    assert notation.fold_symbols("the $\\ell_1$ norm, $L^2$, $\\alpha$") == "the l1 norm, L2, alpha"
+
+
+@pytest.mark.parametrize(("faithful", "changed"), [
+    # the source denies with "fail to", "overlook", "eliminates the need for", "rather than"
+    ("Previous solvers do not exploit sparsity.", "Previous solvers exploit sparsity."),
+    ("Previous solvers ignore the label noise.", "Previous solvers account for the label noise."),
+    ("SparseRank needs no hand-tuned step sizes.", "SparseRank requires hand-tuned step sizes."),
+    ("It updates along the gradient direction, not the gradients themselves.",
+     "It updates along the gradients themselves."),
+    # prefixed opposites
+    ("Computing the exact ranking is not tractable.", "Computing the exact ranking is tractable."),
+    ("The objective is nonconvex.", "The objective is convex."),
+    # the statement denies what the source asserts
+    ("Dual methods are more stable than primal methods.", "Dual methods are not more stable than primal methods."),
+])
+def test_negations_with_and_without_negation_words(faithful: str, changed: str) -> None:
+    assert why(faithful) == [], faithful
+    assert why(changed), changed
+
+
+def test_a_double_negation_asserts_and_not_only_restricts_nothing() -> None:
+    assert why("Previous solvers do not fail to exploit sparsity.")
+    source = claims.Source.of(sentences_of("Not only does the method recover the signal, it is fast."))
+    assert claims.check("The method cannot recover the signal.", source, source.sentences[0])
+
+
+@pytest.mark.parametrize(("faithful", "changed"), [
+    ("Memory use shrinks as the number of blocks grows.", "Memory use increases with the number of blocks."),
+    ("Primal methods are less stable than dual methods.", "Primal methods are more stable than dual methods."),
+])
+def test_directions_and_comparisons(faithful: str, changed: str) -> None:
+    assert why(faithful) == [], faithful
+    assert why(changed), changed
+
+
+def test_both_directions_named_together_are_no_flip() -> None:
+    source = claims.Source.of(sentences_of("The method works under strong supervision and under weak supervision."))
+    assert claims.check("The method works under both strong and weak supervision.", source,
+                        source.sentences[0]) == []
+
+
+def test_every_sentence_of_an_abstract_passes_against_it() -> None:
+    """A sentence copied from the abstract is what it says, whatever its negations and numbers."""
+    for s in SENTENCES:
+        assert claims.check(s, SOURCE, s) == [], s
+
+
+def test_cited_abstracts_are_parsed_once_per_answer(embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[str, ...]] = []
+    real = claims.Source.of.__func__  # type: ignore[attr-defined]
+
+    def counting(cls, sentences, terms=frozenset(), extra=""):
+        made.append(tuple(sentences))
+        return real(cls, sentences, terms, extra)
+
+    monkeypatch.setattr(claims.Source, "of", classmethod(counting))
+    paper = StoredPaper(id="p1", label="SparseRank", title=None, authors=(), categories=(), year=2024,
+                        abstract=ABSTRACT)
+    text = ("SparseRank reaches 18.6% error on TREC [1]. SparseRank is twice as fast as interior-point methods [1]. "
+            "Previous solvers exploit sparsity [1].")
+    out = verify(Generation(text, [PaperHit("p1", 1.0, paper=paper)]), EvidenceIndex(embedder, lambda t: {}))
+    assert len(out.statements) == 3 and len(made) == 1
+    assert [s.supported for s in out.statements][:2] == [True, True], [s.why for s in out.statements]
+    assert not out.statements[2].supported and "fail to exploit" in out.statements[2].why
