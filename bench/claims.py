@@ -1,6 +1,7 @@
 """How often the citation verifier calls a contradiction unsupported, on hand-labelled (statement, abstract) pairs.
 
     python -m bench.claims [--pairs PATH | --heldout] [--out reports/claims.json] [--misses]
+    python -m bench.claims --own-sentences [PATH ...]
 
 With no ``--pairs`` it scores the three labelled sets side by side: ``evals/sets/claims.jsonl`` (dev: the rules of
 ``rag.qa.claims`` were tuned while looking at it), ``evals/sets/claims_heldout.jsonl`` (first held-out set: held out
@@ -14,6 +15,12 @@ the abstract as the only source, the bundled embedding model, idf over that file
 direction, number, method, offtopic) with the precision of flagging that kind against the true paraphrases,
 and the share of true paraphrases flagged. Two verdicts are scored: the verifier's (support score and
 claim checks, what the user sees) and the claim checks alone (``rag.qa.claims``, what they add).
+
+``--own-sentences`` is a label-free probe of false alarms: every sentence of every abstract of the given corpora
+(default: ``data/sample``, the NeurIPS CSVs and Cranfield under ``../shared/datasets``), loaded as ``paperchat
+ingest`` stores them, is checked by the claim checks against its own abstract (itself as evidence); a sentence
+copied from its abstract says what the abstract says, so each flag is a false alarm. Prints the count, each
+flagged sentence with its reason, and the claim checks' CPU time per sentence.
 """
 
 from __future__ import annotations
@@ -33,10 +40,13 @@ from evals.sets import SETS_DIR
 from rag.analysis import analyze
 from rag.config import get_settings, prepare_runtime
 from rag.index.embeddings import SentenceTransformerEmbedder
+from rag.ingest import loaders
+from rag.qa import claims
 from rag.qa.evidence import EvidenceIndex
 from rag.qa.generate import Generation
 from rag.qa.retrieval import PaperHit
 from rag.qa.verify import verify
+from rag.quarantine import sentences_of
 from rag.records import StoredPaper
 
 log = logging.getLogger(__name__)
@@ -155,17 +165,57 @@ def print_side_by_side(dev: dict[str, Any], dev2: dict[str, Any], held: dict[str
     print(f"ms/pair: dev {dev['ms_per_pair']}, dev 2 {dev2['ms_per_pair']}, held-out {held['ms_per_pair']}")
 
 
+OWN_CORPORA = ("data/sample", "../shared/datasets/nips-2013-2015", "../shared/datasets/cranfield")
+
+
+def own_sentences(paths: Iterable[str]) -> dict[str, Any]:
+    """Each abstract sentence checked against its own abstract: every flag is a false alarm."""
+    root = Path(__file__).resolve().parents[1]
+    checked, flagged, cpu = 0, [], 0.0
+    for path in paths:
+        where = Path(path) if Path(path).is_absolute() else root / path
+        files = sorted(f for f in where.iterdir() if f.suffix in {".txt", ".csv"}) if where.is_dir() and \
+            not (where / "corpus.jsonl").exists() else [where]
+        for f in files:
+            for p in loaders.load(f).papers:
+                sentences = sentences_of(p.abstract)
+                t0 = time.process_time()
+                source = claims.Source.of(sentences, frozenset(), " ".join(x for x in (p.title, p.label) if x))
+                for s in sentences:
+                    why = claims.check(s, source, s)
+                    checked += 1
+                    if why:
+                        flagged.append({"paper": p.id, "sentence": s, "why": "; ".join(why)})
+                cpu += time.process_time() - t0
+    return {"sentences": checked, "flagged": flagged,
+            "cpu_ms_per_sentence": round(1000 * cpu / max(1, checked), 2)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--pairs", "--set", dest="pairs", type=Path, default=None,
                        help="score this pairs file alone (default: dev and held-out side by side)")
     which.add_argument("--heldout", action="store_true", help=f"score {HELDOUT.name} alone")
+    which.add_argument("--own-sentences", nargs="*", metavar="PATH", default=None,
+                       help="check every abstract sentence against its own abstract (false alarms); default corpora: "
+                            + ", ".join(OWN_CORPORA))
     ap.add_argument("--out", type=Path, default=None, help="write rows and totals as JSON")
     ap.add_argument("--misses", action="store_true", help="print every pair the verifier got wrong")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
 
+    if args.own_sentences is not None:
+        result = own_sentences(args.own_sentences or OWN_CORPORA)
+        for f in result["flagged"]:
+            print(f"  flagged {f['paper']}: {f['sentence'][:160]}  [{f['why']}]")
+        print(f"{len(result['flagged'])}/{result['sentences']} abstract sentences flagged against their own abstract; "
+              f"claim checks {result['cpu_ms_per_sentence']} ms CPU per sentence (Source built per abstract)")
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps({"machine": machine(), **result}, indent=1, ensure_ascii=False),
+                                encoding="utf-8")
+        return 0
     settings = get_settings()
     prepare_runtime(settings)
     embedder = SentenceTransformerEmbedder(settings.embeddings)
