@@ -144,13 +144,16 @@ def _first(con: sqlite3.Connection, table: str, key: str, keys: set[str] | None,
            where: str = "") -> list[tuple[str, str]]:
     """(key, name) of the first row by (paper id, position) for each key of ``table`` (every key when None)."""
     cond = f"{key} != ''" + (f" AND {where}" if where else "")
-    if keys is not None:
-        con.execute("CREATE TEMP TABLE IF NOT EXISTS wanted(k TEXT PRIMARY KEY)")
-        con.execute("DELETE FROM temp.wanted")
-        con.executemany("INSERT OR IGNORE INTO temp.wanted VALUES (?)", ((k,) for k in keys))
-        cond += f" AND {key} IN (SELECT k FROM temp.wanted)"
-    return con.execute(f"SELECT k, name FROM (SELECT {key} AS k, name, ROW_NUMBER() OVER "
-                       f"(PARTITION BY {key} ORDER BY pid, ord) AS r FROM {table} WHERE {cond}) WHERE r = 1").fetchall()
+    if keys is None:  # a full build: one pass with a window
+        return con.execute(f"SELECT k, name FROM (SELECT {key} AS k, name, ROW_NUMBER() OVER (PARTITION BY {key} "
+                           f"ORDER BY pid, ord) AS r FROM {table} WHERE {cond}) WHERE r = 1").fetchall()
+    out = []
+    for k in sorted(keys):  # an update: one indexed lookup per key, (key, pid, ord) is an index
+        row = con.execute(f"SELECT name FROM {table} WHERE {key} = ? AND {cond} ORDER BY pid, ord LIMIT 1",
+                          (k,)).fetchone()
+        if row:
+            out.append((k, row[0]))
+    return out
 
 
 def refresh(con: sqlite3.Connection, changed: Changed | None) -> None:
