@@ -68,6 +68,30 @@ class IngestReport:
         return out | {"skipped_by_reason": problem_counts(self.skipped_records), "report": self.report_path}
 
 
+@dataclass
+class BatchPlan:
+    """What one batch of records asks of the store, decided before anything is embedded."""
+
+    to_write: list[tuple[Paper, str]]  # (paper, content hash) whose chunks must be (re)written
+    stale: list[str]  # chunk ids of other versions, deleted once the new version is written
+    placed: list[tuple[str, list[str]]]  # (stored paper id, collections the record names) of every record
+
+
+def paper_rows(papers: list[tuple[Paper, str]], embedder: Embedder, max_tokens: int, overlap: int) -> list[ChunkRow]:
+    """Chunk and embed papers (with their content hashes) into the rows the store holds: one function for
+    the single-process ingest and the Ray workers (rag.ingest.ray_ingest), so both write the same rows."""
+    if not papers:
+        return []
+    windows = chunk_papers([p for p, _ in papers], embedder.count_tokens, max_tokens, overlap)
+    vectors = embedder.embed([c.text for cs in windows for c in cs])
+    rows: list[ChunkRow] = []
+    for (p, h), cs in zip(papers, windows):
+        for c in cs:
+            rows.append(ChunkRow(chunk_id(p.id, h, c.index), p.id, c.text, vectors[len(rows)],
+                                 chunk_metadata(p, h, c.index, len(cs), c.llm_tokens)))
+    return rows
+
+
 def _distinct(p: Paper, doi: str, arxiv_id: str) -> bool:
     """Both records carry a DOI (or both an arXiv id) and the two differ: two papers, however alike their
     abstracts (publishers reuse one blurb for a book's chapters; a placeholder slips through)."""
@@ -113,11 +137,12 @@ class Ingestor:
                 records = loaders.iter_records(path, fmt=fmt, mapping=mapping, abstract_chars=self.abstract_chars)
                 self._placed, self._source = [], ""
                 self._ingest_items(path, records, report)
-                self._collect(report, collection, source=self._source or str(path.resolve()))
+                self._file_done(report, collection, source=self._source or str(path.resolve()))
             except InputError as e:
                 report.failed += 1
                 report.file_errors.append(str(e))
                 log.error("%s", e)
+        self._drain(report)
         if report.changed or report.file_errors or report.problems:
             self.store.bump_generation()
         for hook in self.on_change:
@@ -131,7 +156,8 @@ class Ingestor:
         collection = check_name(collection) if collection is not None else None
         self._reset_run()
         self._ingest_items(Path("<memory>"), iter(papers), report)
-        self._collect(report, collection, source=None)
+        self._file_done(report, collection, source=None)
+        self._drain(report)
         if report.changed:
             self.store.bump_generation()
         for hook in self.on_change:
@@ -145,14 +171,25 @@ class Ingestor:
         self._placed, self._source = [], ""
         self._bumped = False
 
-    def _collect(self, report: IngestReport, collection: str | None, source: str | None) -> None:
-        """Memberships of the file just ingested: all its papers join ``collection``; the collections its
-        records name are synced with ``source`` (added to, when there is no source)."""
-        ids = list(dict.fromkeys(pid for pid, _ in self._placed))
+    def _file_done(self, report: IngestReport, collection: str | None, source: str | None) -> None:
+        """A file's records are all written: its memberships (a subclass that writes later defers this)."""
+        self._collect(report, collection, source)
+
+    def _drain(self, report: IngestReport) -> None:
+        """Every record is handed over: a subclass that writes elsewhere waits for its writes here."""
+
+    def _collect(self, report: IngestReport, collection: str | None, source: str | None,
+                 placed: list[tuple[str, list[str]]] | None = None) -> None:
+        """Memberships of the file just ingested (``placed``, default the current file's): all its papers join
+        ``collection``; the collections its records name are synced with ``source`` (added to, when there is
+        no source)."""
+        if placed is None:
+            placed, self._placed = self._placed, []
+        ids = list(dict.fromkeys(pid for pid, _ in placed))
         if collection and ids:
             report.collected += self.collections.add(collection, ids)
         wanted: dict[str, list[str]] = {}
-        for pid, names in self._placed:
+        for pid, names in placed:
             for name in names:
                 wanted.setdefault(name, []).append(pid)
         if source is None:
@@ -162,7 +199,6 @@ class Ingestor:
             changed = self.collections.sync(source, wanted)
             report.collected += changed["added"]
             report.uncollected += changed["removed"]
-        self._placed = []
 
     def _before_first_write(self) -> None:
         """Bump the store generation before a run's first write, not only after its last: a run killed in
@@ -234,7 +270,9 @@ class Ingestor:
             out.append(p)
         return out
 
-    def _write_batch(self, batch: list[Paper], report: IngestReport) -> None:
+    def _plan_batch(self, batch: list[Paper], report: IngestReport) -> BatchPlan:
+        """Dedupe a batch and compare it with the store: which papers to write, which old chunks to delete.
+        Counts added / updated / unchanged / duplicates; changes nothing stored."""
         incoming = [(p.id, p.collections) for p in batch]
         if batch and not self._source and batch[0].source_file:
             self._source = str(Path(batch[0].source_file).resolve())
@@ -261,30 +299,25 @@ class Ingestor:
                 report.updated += 1
             else:
                 report.added += 1
+        placed = [(self._canon.get(pid, pid), names) for pid, names in incoming]
+        return BatchPlan(to_write, stale, placed)
+
+    def _write_batch(self, batch: list[Paper], report: IngestReport) -> None:
+        plan = self._plan_batch(batch, report)
         rows: list[ChunkRow] = []
-        if to_write:
-            windows = chunk_papers([p for p, _ in to_write], self.embedder.count_tokens, self.max_tokens,
-                                   self.overlap)
-            chunked = [(p, h, cs) for (p, h), cs in zip(to_write, windows)]
-            texts = [c.text for _, _, cs in chunked for c in cs]
-            vectors = self.embedder.embed(texts)
-            report.embedded_chunks += len(texts)
-            j = 0
-            for p, h, cs in chunked:
-                for c in cs:
-                    rows.append(ChunkRow(chunk_id(p.id, h, c.index), p.id, c.text, vectors[j],
-                                         chunk_metadata(p, h, c.index, len(cs), c.llm_tokens)))
-                    j += 1
+        if plan.to_write:
+            rows = paper_rows(plan.to_write, self.embedder, self.max_tokens, self.overlap)
+            report.embedded_chunks += len(rows)
             self._before_first_write()
             self.store.upsert(rows)
             if self.sentence_vectors:  # the vectors land in the embedding cache, where answers look first
-                sentences = [t for p, _ in to_write for t in evidence_texts(p.abstract)]
+                sentences = [t for p, _ in plan.to_write for t in evidence_texts(p.abstract)]
                 self.embedder.embed(sentences)
                 report.embedded_sentences += len(sentences)
-        if stale:
+        if plan.stale:
             self._before_first_write()
-            self.store.delete(stale)
+            self.store.delete(plan.stale)
         # after the papers are written: a membership never names a paper that a crash kept out of the store
-        self._placed.extend((self._canon.get(pid, pid), names) for pid, names in incoming)
-        log.info("batch written: %d papers, %d chunks embedded, %d stale chunks deleted", len(batch), len(rows),
-                 len(stale))
+        self._placed.extend(plan.placed)
+        log.info("batch written: %d papers, %d chunks embedded, %d stale chunks deleted", len(plan.to_write),
+                 len(rows), len(plan.stale))
