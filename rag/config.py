@@ -102,7 +102,8 @@ class EmbeddingSettings(BaseModel):
     model: str = Field("all-MiniLM-L6-v2", description="model name or local path; the default is bundled offline")
     batch_size: int = Field(16, ge=1, le=4096,
                             description="texts per encoder batch (16 was fastest on 2 CPU cores)")
-    device: str = Field("cpu", description="torch device for sentence-transformers")
+    device: str = Field("auto", description="torch device of the local model: auto (cuda when torch sees a GPU, else "
+                        "cpu), or a torch device (cpu, cuda, cuda:1, mps); on Ray workers auto takes the worker's GPU")
     base_url: str | None = Field(None, description="OpenAI-compatible base URL for provider=openai")
     api_key: SecretStr | None = Field(None, description="API key for provider=openai (falls back to llm.api_key)")
     dimensions: int | None = Field(None, ge=1, le=8192, description="requested output size (OpenAI v3 models)")
@@ -125,6 +126,21 @@ class IngestSettings(BaseModel):
     sentence_vectors: bool = Field(False, description="also embed every abstract sentence at ingest (into the "
                                    "embedding cache), so no answer waits to embed its papers' sentences; "
                                    "roughly doubles ingest time")
+
+
+class RaySettings(BaseModel):
+    """`paperchat ingest --ray ADDRESS|auto` (rag/ingest/ray_ingest.py): chunk and embed on a Ray cluster."""
+
+    workers: int = Field(0, ge=0, le=100_000, description="embedding workers (Ray actors, each loads the model "
+                         "once); 0 = one per GPU of the cluster when the device allows it, else one per CPU")
+    batch_papers: int = Field(64, ge=1, le=100_000, description="papers per worker call; the store is written in "
+                              "batches of this size (smaller resumes finer)")
+    queue_batches: int = Field(8, ge=1, le=10_000, description="planned batches waiting for a worker at most "
+                               "(bounds the driver's memory ahead of the cluster)")
+    local_cpus: int = Field(0, ge=0, le=1024, description="CPUs of the local cluster that `--ray auto` starts when "
+                            "none is running (0 = all of this machine's)")
+    object_store_mb: int = Field(200, ge=75, le=1_000_000, description="object store of that local cluster, in MB "
+                                 "(Ray spills to disk beyond it)")
 
 
 class RetrievalSettings(BaseModel):
@@ -252,6 +268,7 @@ class Settings(BaseSettings):
     evals: EvalSettings = Field(default_factory=EvalSettings)
     api: APISettings = Field(default_factory=APISettings)
     mcp: MCPSettings = Field(default_factory=MCPSettings)
+    ray: RaySettings = Field(default_factory=RaySettings)
 
     @field_validator("home")
     @classmethod
@@ -310,6 +327,7 @@ def prepare_runtime(settings: Settings) -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a Ray cluster paperchat starts never reports usage
     try:
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(ensure_tiktoken_cache(settings.tiktoken_cache_dir)))
     except OSError:  # a read-only home only loses the plain-cl100k alias, not offline counting

