@@ -82,8 +82,16 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
             rt.store.reset()
         with collecting() as noted:  # records kept with a caveat, summarised below
             ingestor = rt.ingestor(progress=not args.json)
-            report = ingestor.ingest(paths, fmt=args.format, mapping=parse_mapping(args.map), strict=args.strict,
-                                     collection=args.collection)
+            if args.ray:  # chunk and embed on a Ray cluster (rag/ingest/ray_ingest.py, the paperchat[ray] extra)
+                from rag.ingest.ray_ingest import RayIngestor
+
+                ingestor = ray_ingestor = RayIngestor.like(ingestor, settings, args.ray)
+            try:
+                report = ingestor.ingest(paths, fmt=args.format, mapping=parse_mapping(args.map),
+                                         strict=args.strict, collection=args.collection)
+            finally:
+                if args.ray:
+                    ray_ingestor.close()
     finally:
         rt.close()
     _report_skipped(report, args.report, settings, list(noted))
@@ -387,6 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--report", type=Path, metavar="FILE",
                      help="write every skipped record (file:line: reason) to FILE (default: a file under "
                           "$PAPERCHAT_HOME/reports/ when any record was skipped)")
+    ing.add_argument("--ray", metavar="ADDRESS|auto",
+                     help="chunk and embed on a Ray cluster (pip install 'paperchat[ray]'): its head's HOST:PORT, or "
+                          "auto (RAY_ADDRESS, the cluster `ray start` runs here, else a new local one); the same "
+                          "rows as a plain ingest, and a killed run resumes")
 
     st = sub.add_parser("stats", help="papers, chunks, model and store location")
     st.add_argument("--json", action="store_true", help="print one JSON object")
