@@ -86,9 +86,13 @@ def connect(address: str, cfg: RaySettings) -> str:
         target = found if found and found != "auto" else None
     elif address != "local":
         target = address
+    if target is not None and target.startswith("ray://"):
+        raise ConfigError(f"--ray {address}: Ray Client addresses ({target}) are not supported; run the ingest on a "
+                          "node of the cluster with its head's HOST:PORT (the driver reads the files and writes the "
+                          "store)")
     if target is None or _host(target) in LOOPBACK:
         ray_constants.ENABLE_RAY_CLUSTER = False
-    if target is not None and "://" not in target:
+    if target is not None:
         _probe(target)
     quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": log.isEnabledFor(logging.DEBUG)}
     try:
