@@ -24,6 +24,7 @@ import socket
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,7 +95,8 @@ def connect(address: str, cfg: RaySettings) -> str:
         ray_constants.ENABLE_RAY_CLUSTER = False
     if target is not None:
         _probe(target)
-    quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": log.isEnabledFor(logging.DEBUG)}
+    quiet: dict[str, Any] = {"logging_level": logging.INFO if log.isEnabledFor(logging.INFO) else logging.ERROR,
+                             "log_to_driver": log.isEnabledFor(logging.DEBUG)}
     try:
         if target is None:
             ray.init(num_cpus=cfg.local_cpus or None, object_store_memory=cfg.object_store_mb * 2**20,
@@ -321,6 +323,8 @@ class RayIngestor(Ingestor):
         ctx.target_max_block_size = max(4096, self.ray_cfg.batch_papers * _BYTES_PER_PAPER)
         if not log.isEnabledFor(logging.DEBUG):
             logging.getLogger("ray.data").setLevel(logging.ERROR)
+            # a small input fits one block, so one actor gets it all: true, and no reason to warn
+            warnings.filterwarnings("ignore", message="The minimum number of concurrent actors", category=UserWarning)
         self._queue = Queue(maxsize=self.ray_cfg.queue_batches, actor_options={"num_cpus": 0})
         ds = ray.data.read_datasource(_queue_source(self._queue), override_num_blocks=1, num_cpus=0)
         ds = ds.map_batches(ChunkEmbedder, batch_size=self.ray_cfg.batch_papers, batch_format="numpy",
