@@ -154,6 +154,11 @@ class RetrievalSettings(BaseModel):
     bm25_weight: float = Field(1.0, ge=0, le=10, description="weight of BM25 in fusion")
     dense_weight: float = Field(1.0, ge=0, le=10, description="weight of dense retrieval in fusion")
     rrf_k: int = Field(60, ge=1, le=1000, description="RRF constant (fusion=rrf)")
+    # A filter that leaves a few hundred papers (a collection, one author) is answered from those papers'
+    # stored vectors: Chroma's filtered vector search costs several times an unfiltered one at 10k papers.
+    local_scope: int = Field(500, ge=0, le=100_000, description="a filter allowing at most this many papers is "
+                             "scored locally from their stored vectors instead of by Chroma's filtered search "
+                             "(0 = never)")
     anchor_df: int = Field(3, ge=0, le=100, description="a named identifier in the question (acronym, CamelCase, "
                            "hyphenated or with digits) found in at most this many papers puts them first (0 = off)")
     # 3 feedback papers, blended with the first pass: +0.01 nDCG@10 on Cranfield and on a NeurIPS

@@ -115,6 +115,38 @@ def test_hybrid_finds_named_method_and_applies_filters(sample_rt) -> None:
     assert none.hits == []
 
 
+def test_a_small_scope_scored_locally_ranks_as_chromas_filtered_search(sample_rt) -> None:
+    """A filter leaving few papers is scored from their stored vectors (no Chroma filtered query): same papers,
+    same order, same cosines as Chroma's own filtered search, with and without feedback."""
+    ids = sample_rt.store.paper_ids()
+    scope = PaperQuery(paper_ids=tuple(ids[::3]))
+    local = sample_rt.retriever()
+    assert local.cfg.local_scope >= len(ids)
+    remote = Retriever(sample_rt.store, sample_rt.embedder, sample_rt.lexical,
+                       local.cfg.model_copy(update={"local_scope": 0}))
+    calls: list[object] = []
+    nearest = sample_rt.store.nearest
+    sample_rt.store.nearest = lambda *a, **kw: calls.append(kw.get("where")) or nearest(*a, **kw)  # type: ignore
+    for q in ["reward hacking in RLHF", "federated learning with heterogeneous clients", "graph neural networks"]:
+        for fb in (False, True):
+            calls.clear()
+            a = local.search(q, k=5, filters=scope, feedback=fb)
+            assert calls == []  # scored here
+            b = remote.search(q, k=5, filters=scope, feedback=fb)
+            assert calls and all(w is not None for w in calls)  # Chroma's filtered search
+            assert [h.paper_id for h in a.hits] == [h.paper_id for h in b.hits]
+            assert set(h.paper_id for h in a.hits) <= set(scope.paper_ids)
+            assert [h.dense for h in a.hits] == pytest.approx([h.dense for h in b.hits], abs=1e-4)
+            assert [h.chunk for h in a.hits] == [h.chunk for h in b.hits]
+    calls.clear()
+    local.search("reward hacking", k=5, filters=PaperQuery(paper_ids=tuple(ids)), feedback=False)
+    assert calls == []
+    wide = Retriever(sample_rt.store, sample_rt.embedder, sample_rt.lexical,
+                     local.cfg.model_copy(update={"local_scope": len(ids) - 1}))
+    wide.search("reward hacking", k=5, filters=PaperQuery(paper_ids=tuple(ids)), feedback=False)
+    assert calls  # more papers than local_scope: Chroma
+
+
 def test_lexical_index_follows_ingest(sample_rt, tmp_path) -> None:
     lex = sample_rt.lexical
     lex.sync(sample_rt.store)

@@ -498,6 +498,19 @@ class ChromaStore:
         return [(cid, rows.paper_of_chunk(cid), 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
 
     @_guarded
+    def paper_vectors(self, paper_ids: Sequence[str]) -> list[tuple[str, str, np.ndarray]]:
+        """(chunk id, paper id, stored embedding) of every chunk of the papers given. For a small scope (a
+        collection, one author's papers) scoring these locally beats Chroma's filtered vector search, which
+        walks the index and checks the filter on each candidate."""
+        out: list[tuple[str, str, np.ndarray]] = []
+        ids = list(dict.fromkeys(paper_ids))
+        for i in range(0, len(ids), 500):
+            res = self.collection.get(where=rows.ids_in(ids[i:i + 500]), include=["embeddings"])
+            out.extend((cid, rows.paper_of_chunk(cid), np.asarray(v, dtype=np.float32))
+                       for cid, v in zip(res["ids"], res["embeddings"], strict=True))
+        return out
+
+    @_guarded
     def documents(self, chunk_ids: Sequence[str]) -> dict[str, str]:
         """Chunk id → text, for the chunks given (missing ones are left out)."""
         if not chunk_ids:

@@ -95,6 +95,35 @@ def score_fusion(lists: list[tuple[Scored, float]]) -> dict[str, float]:
     return out
 
 
+@dataclass
+class LocalScope:
+    """The stored chunk vectors of the few papers a filter allows, scored here instead of in Chroma."""
+    chunk_ids: list[str]
+    paper_ids: list[str]
+    matrix: np.ndarray  # one unit-length row per chunk
+
+    @classmethod
+    def of(cls, rows: list[tuple[str, str, np.ndarray]]) -> LocalScope:
+        if not rows:
+            return cls([], [], np.zeros((0, 0), dtype=np.float32))
+        m = np.stack([v for _, _, v in rows])
+        m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+        return cls([c for c, _, _ in rows], [p for _, p, _ in rows], m)
+
+    def nearest(self, vector: np.ndarray, n: int) -> list[tuple[str, str, float]]:
+        """(chunk id, paper id, cosine) of the n nearest chunks, best first: what ``ChromaStore.nearest`` gives."""
+        if not self.chunk_ids or n <= 0:
+            return []
+        v = np.asarray(vector, dtype=np.float32)
+        scores = self.matrix @ (v / max(float(np.linalg.norm(v)), 1e-12))
+        order = np.argsort(-scores, kind="stable")[:n]
+        return [(self.chunk_ids[i], self.paper_ids[i], float(scores[i])) for i in order]
+
+    def vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
+        row = {c: i for i, c in enumerate(self.chunk_ids)}
+        return {c: self.matrix[row[c]] for c in chunk_ids if c in row}
+
+
 class Retriever:
     """Finds the papers that answer a question, within optional filters."""
 
@@ -128,10 +157,19 @@ class Retriever:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(self.lexical.paper_ids[i], float(scores[i])) for i in top]
 
-    def dense_rank(self, vector: np.ndarray, n: int, filters: PaperQuery) -> list[tuple[str, float, str]]:
+    def local_scope(self, allowed: np.ndarray | None) -> LocalScope | None:
+        """The allowed papers' vectors when the filter leaves few enough to score here (else None: Chroma)."""
+        if allowed is None or len(allowed) > self.cfg.local_scope:
+            return None
+        return LocalScope.of(self.store.paper_vectors([self.lexical.paper_ids[i] for i in allowed]))
+
+    def dense_rank(self, vector: np.ndarray, n: int, filters: PaperQuery,
+                   local: LocalScope | None = None) -> list[tuple[str, float, str]]:
         """(paper id, cosine, id of its best chunk), best first; chunk texts are read only for the papers kept."""
         best: dict[str, tuple[float, str]] = {}
-        for cid, pid, score in self.store.nearest(vector, n * 3, where=to_where(filters)):
+        near = local.nearest(vector, n * 3) if local is not None else \
+            self.store.nearest(vector, n * 3, where=to_where(filters))
+        for cid, pid, score in near:
             if pid not in best or score > best[pid][0]:
                 best[pid] = (score, cid)
         ranked = sorted(best.items(), key=lambda kv: -kv[1][0])[:n]
@@ -182,9 +220,11 @@ class Retriever:
         timings["bm25_ms"] = (time.perf_counter() - t1) * 1000
         t1 = time.perf_counter()
         qvec = None
+        local: LocalScope | None = None
         if self.mode in ("hybrid", "dense"):
             qvec = self.embedder.embed([query])[0]
-            dense = self.dense_rank(qvec, n, filters)
+            local = self.local_scope(allowed)
+            dense = self.dense_rank(qvec, n, filters, local)
         timings["dense_ms"] = (time.perf_counter() - t1) * 1000
 
         fused = self._fuse([(bm25, self.cfg.bm25_weight), (_scored(dense), self.cfg.dense_weight)])
@@ -202,11 +242,12 @@ class Retriever:
                 # Rocchio on the dense side: pull the query towards the feedback papers' best chunks (their
                 # stored vectors: nothing is embedded again).
                 chunk_of = {pid: cid for pid, _, cid in dense}
-                stored = self.store.vectors([chunk_of[p] for p in top if p in chunk_of])
+                chunks = [chunk_of[p] for p in top if p in chunk_of]
+                stored = local.vectors(chunks) if local is not None else self.store.vectors(chunks)
                 if stored:
                     centroid = np.stack(list(stored.values())).mean(axis=0)
                     q2 = qvec + self.cfg.feedback_dense * centroid
-                    dense_fb = self.dense_rank(q2 / np.linalg.norm(q2), n, filters)
+                    dense_fb = self.dense_rank(q2 / np.linalg.norm(q2), n, filters, local)
             if self.cfg.feedback_blend:
                 # First-pass lists stay in the fusion: feedback adds recall without burying a paper
                 # both retrievers already put first (known-item questions).
