@@ -215,15 +215,23 @@ def test_a_zotero_library_brings_its_collections_and_keeps_them_in_sync(make_run
     assert answer.filters.get("collection") == "Reading list"
     assert answer.citations and {c.paper_id for c in answer.citations} <= want["Reading list"]
 
-    # In Zotero, the attention paper leaves "Reading list" (it stays in ML/NLP); a hand-made collection holds it too.
-    attention = zf.EXPECTED[2].id
+    # In Zotero, the attention paper leaves "Reading list" (it stays in ML/NLP); a hand-made collection holds it too;
+    # the tides paper's abstract is edited.
+    attention, tides = zf.EXPECTED[2].id, zf.EXPECTED[1].id
     sets.add("Mine", [attention])
-    moved = [replace(e, collections=[c for c in e.collections if c != 6]) if e.item_id == 2 else e
+    edited = zf.ABS["tides"] + " Storm surges are forecast too."
+    moved = [replace(e, collections=[c for c in e.collections if c != 6]) if e.item_id == 2 else
+             replace(e, fields={**e.fields, "abstractNote": edited}) if e.item_id == 1 else e
              for e in zf.LIBRARY]
     lib.unlink()
     zf.build(lib, 124, moved)
+    chunks_before = {p: rt.store.chunk_states([p]) for p in rt.store.paper_ids()}
     again = ing.ingest([lib.parent])  # the data folder this time: the same library, the same source
-    assert again.added == 0 and again.updated == 0 and again.uncollected == 1
+    assert (again.added, again.updated, again.unchanged) == (0, 1, len(zf.expected(124)) - 1), again
+    assert again.uncollected == 1
+    assert rt.store.papers([tides])[0].abstract == edited
+    assert {p: rt.store.chunk_states([p]) for p in rt.store.paper_ids() if p != tides} == \
+        {p: s for p, s in chunks_before.items() if p != tides}  # only the edited item was rewritten
     assert sets.members("Reading list") == want["Reading list"] - {attention}
     assert attention in sets.members("ML/NLP") and sets.members("Mine") == {attention}
 
