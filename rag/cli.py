@@ -41,19 +41,6 @@ def parse_mapping(pairs: Sequence[str]) -> dict[str, str] | None:
     return out or None
 
 
-def parse_year_range(text: str | None) -> tuple[int | None, int | None]:
-    """``2024`` → (2024, 2024); ``2020-2024``, ``2020-`` and ``-2024`` → open or closed ranges."""
-    if not text:
-        return None, None
-    lo, sep, hi = text.partition("-")
-    try:
-        if not sep:
-            return int(lo), int(lo)
-        return (int(lo) if lo.strip() else None), (int(hi) if hi.strip() else None)
-    except ValueError:
-        raise InputError(f"--year expects YEAR or FROM-TO, got {text!r}") from None
-
-
 def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
@@ -146,7 +133,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("papers")
 def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
-    from rag.index.catalog import PaperQuery, find_papers
+    from rag.index.catalog import PaperQuery, find_papers, parse_year_range
     from rag.runtime import Runtime
 
     year_from, year_to = parse_year_range(args.year)
@@ -178,7 +165,7 @@ def _scoped(rt: Any, query: Any) -> Any:
 @command("collection")
 def cmd_collection(args: argparse.Namespace, settings: Settings) -> int:
     """Named sets of papers: list, add (papers matching a search), remove, rename, delete."""
-    from rag.index.catalog import PaperQuery, find_papers
+    from rag.index.catalog import PaperQuery, find_papers, parse_year_range
     from rag.runtime import Runtime
 
     rt = Runtime(settings)
@@ -264,10 +251,11 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if bool(args.questions) == bool(args.batch):
         raise InputError("give the questions of one conversation, or --batch FILE (not both)")
     conversations = read_batch(args.batch) if args.batch else [list(args.questions)]
+    from rag.index.catalog import PaperQuery, parse_year_range
+
     year_from, year_to = parse_year_range(args.year)
 
     from rag.answer import render_text
-    from rag.index.catalog import PaperQuery
     from rag.qa.chain import AnswerChain, Conversation, resolve_mode
     from rag.runtime import Runtime
 

@@ -169,6 +169,9 @@ def test_models_search_papers_ask_and_stats(served: Served) -> None:
         assert not {p["id"] for p in page["papers"]} & {p["id"] for p in following["papers"]}
         pid = page["papers"][0]["id"]
         assert http.get(f"/v1/papers/{pid}").json()["id"] == pid
+        assert http.get("/v1/papers", params={"year": "-1900"}).json()["papers"] == []  # open ranges parse
+        assert http.get("/v1/papers", params={"year": "2100-"}).json()["papers"] == []
+        assert http.get("/v1/papers", params={"year": "20x4"}).status_code in (400, 422)
         missing = http.get("/v1/papers/doi:10.0/none")
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
         turn = http.post("/v1/ask", json={"question": "What is EPPO?", "mode": "extractive"}).json()

@@ -105,3 +105,16 @@ def test_a_library_with_hundreds_of_entries_lacking_an_abstract_gets_one_summary
     assert len([ln for ln in again.stderr.splitlines() if "refs.bib" in ln]) == 1, again.stderr
     verbose = run("-v", "ingest", str(bib))
     assert len([ln for ln in verbose.stderr.splitlines() if "no abstract in entry" in ln]) >= 240
+
+
+def test_year_ranges_of_the_cli_and_the_api() -> None:
+    import pytest
+
+    from rag.errors import InputError
+    from rag.index.catalog import parse_year_range
+
+    assert parse_year_range("2024") == (2024, 2024) and parse_year_range(" 2020-2024 ") == (2020, 2024)
+    assert parse_year_range("2020-") == (2020, None) and parse_year_range("-2024") == (None, 2024)
+    assert parse_year_range(None) == parse_year_range("") == (None, None)
+    with pytest.raises(InputError, match=r"year expects YEAR or FROM-TO, got '20x4'"):
+        parse_year_range("20x4", "year")

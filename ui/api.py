@@ -46,6 +46,7 @@ from rag import limits
 from rag.answer import Answer
 from rag.config import Settings
 from rag.errors import BudgetExceeded, ConfigError, EmptyLibrary, InputError, PaperchatError, UpstreamError
+from rag.index.catalog import parse_year_range
 from rag.qa.generate import Mode
 from ui import library
 from ui.library import Library
@@ -394,15 +395,14 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
     @app.get("/v1/papers", tags=["paperchat"])
     async def papers(author: str | None = Query(None, max_length=200),
                      category: str | None = Query(None, max_length=200),
-                     year: str | None = Query(None, pattern=r"^\d{4}?(-\d{4}?)?$", description="YEAR or FROM-TO"),
+                     year: str | None = Query(None, pattern=r"^(\d{4})?(-(\d{4})?)?$",
+                                            description="YEAR, FROM-TO, FROM- or -TO"),
                      text: str | None = Query(None, max_length=500),
                      collection: str | None = Query(None, max_length=200, description="only this collection's"),
                      offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=library.MAX_LIST),
                      _: str = Depends(caller)) -> dict[str, Any]:
         """Stored papers matching the filters, sorted by label, one page at a time."""
-        lo, _sep, hi = (year or "").partition("-")
-        year_from = int(lo) if lo else None
-        year_to = int(hi) if hi else (year_from if not _sep else None)
+        year_from, year_to = parse_year_range(year, "year")
         result: dict[str, Any] = await compute(library.list_papers, lib, author, category, year_from, year_to,
                                                text, offset, limit, collection)
         return result

@@ -34,6 +34,20 @@ class PaperQuery:
         return {k: v for k, v in asdict(self).items() if v not in (None, [], "")}
 
 
+def parse_year_range(text: str | None, what: str = "--year") -> tuple[int | None, int | None]:
+    """``2024`` → (2024, 2024); ``2020-2024``, ``2020-`` and ``-2024`` → open or closed ranges; anything else an
+    ``InputError`` naming ``what`` (the option or field it came from)."""
+    if not text or not text.strip():
+        return None, None
+    lo, sep, hi = text.strip().partition("-")
+    try:
+        if not sep:
+            return int(lo), int(lo)
+        return (int(lo) if lo.strip() else None), (int(hi) if hi.strip() else None)
+    except ValueError:
+        raise InputError(f"{what} expects YEAR or FROM-TO, got {text!r}") from None
+
+
 def scoped(q: PaperQuery, members: frozenset[str]) -> PaperQuery:
     """``q`` with its collection's ``members`` applied: they become the paper ids (those of ``q`` that are
     members, when it names both). ``InputError`` when no paper is left, since an empty ``paper_ids``
