@@ -7,8 +7,10 @@ only when its own evidence answers too: for a question that asks for several pap
 that covers the question's rare terms and a best sentence about as well as the lead's (sharing some
 words is not enough). The answer is 2-4 of the best non-redundant sentences (grouped by paper, "we"
 turned into the authors' names), then one line per cited paper on what it contributes. When no paper's
-evidence is strong enough the reply is the fixed cannot-answer sentence, and the generation names the
-papers that came closest (not cited) so the user can rephrase.
+evidence is strong enough, or the papers it would cite never mention a name the question uses (a method,
+language or dataset: "Transformer", "English-German", see ``names``), the reply is the fixed cannot-answer
+sentence; the generation names the papers that came closest (not cited) so the user can rephrase, and for a
+missing name, a warning says which names no such paper mentions.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,6 +33,7 @@ from rag.qa.evidence import (
     term_in,
 )
 from rag.qa.generate import Generation, GenerationInput, Mode
+from rag.qa.generate.names import SpecificTerm, missing_terms
 from rag.qa.injection import drop_markers, payload_terms
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.qa.retrieval import PaperHit
@@ -78,6 +81,7 @@ class _Judgement:
     cited: list[int]  # indices into the hits, the lead first; empty: the cannot-answer reply
     rows: list[list[SentenceScore]]
     closest: list[int]  # for a refusal: the papers that came closest, best first
+    missing: list[SpecificTerm] = field(default_factory=list)  # a refusal for want of these names
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,22 @@ def _display_label(hit: PaperHit) -> str:
     return label
 
 
+def _paper_texts(hit: PaperHit) -> list[str]:
+    """What a cited paper says about itself: abstract, title, label, authors, categories."""
+    p = hit.paper
+    return [p.abstract, p.title or "", p.label or "", " ".join(p.authors), " ".join(p.categories)]
+
+
+def _missing_note(missing: list[SpecificTerm], closest: list[PaperHit]) -> str:
+    """"none of the papers that came closest mentions “Transformer” or “English-German”; the closest is …"."""
+    names = [f"\u201c{t.text}\u201d" for t in missing]
+    said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    note = f"none of the papers that came closest mentions {said}"
+    if closest:
+        note += f"; the closest is \u201c{_display_label(closest[0])}\u201d"
+    return note
+
+
 def _tokens_of(text: str) -> set[str]:
     return {w.casefold().strip("-:") for w in re.findall(r"[^\W_][\w\-:]*", text)}
 
@@ -229,7 +249,8 @@ class ExtractiveGenerator:
         judged = self._judge(inp, evs)
         if not judged.cited:
             closest = [hits[i] for i in judged.closest]
-            return [CANNOT_ANSWER], Generation(CANNOT_ANSWER, [], answerable=False, closest=closest)
+            why = [_missing_note(judged.missing, closest)] if judged.missing else []
+            return [CANNOT_ANSWER], Generation(CANNOT_ANSWER, [], answerable=False, closest=closest, warnings=why)
         picks = self._pick_sentences(judged.cited, evs, judged.rows)
         order = [i for i in judged.cited if any(p.paper == i for p in picks)]
         return self._render(hits, evs, judged.rows, order, picks)
@@ -291,6 +312,13 @@ class ExtractiveGenerator:
             cited = [i for i in cited if i == 0 or hits[i].paper_id in inp.restrict_to]
         log.debug("extractive lead %d, several %s, key %s, best %s -> %s", lead, several,
                   [round(k, 2) for k in key], [round(b, 2) for b in best], cited)
+        # The question's names (Transformer, English-German, WMT14) must be in what the answer cites: evidence
+        # that holds none of a name answers another question (BLEU on English-French), however close it reads.
+        missing = missing_terms(question, (text for i in cited for text in _paper_texts(hits[i])))
+        if missing:
+            log.debug("extractive refusal: the cited papers never mention %s", [t.text for t in missing])
+            near = cited + [i for i in closest if i not in cited]
+            return _Judgement([], rows, near[:self.MAX_CLOSEST], missing)
         return _Judgement(cited, rows, closest)
 
     def _key_coverage(self, scorer: QuestionScorer, ev: PaperEvidence) -> float:
