@@ -13,7 +13,9 @@ Pass/fail by type:
 - single: the gold paper is cited first;  multi / author / category / filter: every gold paper is cited;
 - follow-up: the gold paper is retrieved for the last turn;  out-of-corpus, and any case marked
   ``answerable: false`` (e.g. a filtered question the filtered papers do not answer): the cannot-answer
-  reply, no citations;  any answerable case that gets the cannot-answer reply fails.
+  reply, no citations;  any answerable case that gets the cannot-answer reply fails. An out-of-corpus case
+  whose ``answered_by`` papers the store holds (distractors that happen to answer it) is scored as a
+  single-paper question with them as gold; its row keeps ``labelled_as``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from tqdm import tqdm
 
 from evals.judge import Judge
 from evals.metrics import citation_precision_recall, mean, mrr_at_k, ndcg_at_k, percentile, recall_at_k
-from evals.sets import Case, resolve_gold
+from evals.sets import Case, in_store, resolve_gold
 from rag.answer import Answer
 from rag.index.catalog import PaperQuery
 from rag.qa.chain import AnswerChain, Conversation
@@ -189,10 +191,13 @@ def run_eval(chain: AnswerChain, cases: list[Case], mode: str = "extractive", k:
     papers = chain.runtime.store.papers()
     labels = {p.id: p.heading for p in papers}
     rows = []
-    for case in tqdm(cases, desc="eval", unit="case", disable=not progress or None, leave=False):
+    for asked in tqdm(cases, desc="eval", unit="case", disable=not progress or None, leave=False):
+        case = in_store(asked, papers)
         gold = resolve_gold(case.gold, papers)
         answer = run_case(chain, case, mode, k, filters)
         row = score_case(case, gold, answer, labels)
+        if case is not asked:
+            row["labelled_as"] = asked.type  # out of corpus, but this store holds its answer (``answered_by``)
         if judge is not None:
             v = judge.score(case.question, answer)
             if v.to_dict():

@@ -12,7 +12,7 @@ import json
 import os
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ SEED = SETS_DIR / "seed.jsonl"  # written against the bundled sample corpus (rag
 TYPES = ("single", "multi", "author", "category", "filter", "follow-up", "out-of-corpus")
 RULE_KEYS = ("id", "paper_id", "author", "abstract_prefix", "title_contains")
 CASE_KEYS = {"id", "type", "question", "turns", "gold", "facts", "answerable", "needs_review", "note",
-             "flagged_citations", "answer_was", "split"}
+             "flagged_citations", "answer_was", "split", "answered_by"}
 SPLITS = ("dev", "test")  # tune on dev; test is held out and reported apart
 
 
@@ -43,6 +43,8 @@ class Case:
     answerable: bool = True
     needs_review: bool = False  # exported from feedback, gold papers not labelled yet
     split: str | None = None  # "dev" or "test" when the set keeps a held-out part
+    # out-of-corpus cases: the papers that answer it after all when a store holds them (a distractor set)
+    answered_by: list[dict[str, str]] = field(default_factory=list)
     line: int = 0
 
     @property
@@ -81,14 +83,9 @@ def parse_case(obj: Any, where: str, line: int = 0) -> Case:
                                                          "(or 'turns' for a conversation)", where)
         turns = [q]
     _require(kind != "follow-up" or len(turns) >= 2, "field 'turns': a follow-up needs at least two turns", where)
-    gold = obj.get("gold", [])
-    _require(isinstance(gold, list), "field 'gold': a list of match rules", where)
-    for i, rule in enumerate(gold):
-        _require(isinstance(rule, dict) and bool(rule), f"field 'gold[{i}]': a non-empty object", where)
-        bad = sorted(set(rule) - set(RULE_KEYS))
-        _require(not bad, f"field 'gold[{i}]': unknown key(s) {bad}; known: {list(RULE_KEYS)}", where)
-        _require(all(isinstance(v, str) and v.strip() for v in rule.values()),
-                 f"field 'gold[{i}]': values must be non-empty strings", where)
+    gold = _rules(obj, "gold", where)
+    answered_by = _rules(obj, "answered_by", where)
+    _require(not answered_by or kind == "out-of-corpus", "field 'answered_by': only for out-of-corpus cases", where)
     facts = obj.get("facts", [])
     _require(isinstance(facts, list) and all(isinstance(f, str) and f for f in facts),
              "field 'facts': a list of non-empty strings", where)
@@ -99,8 +96,29 @@ def parse_case(obj: Any, where: str, line: int = 0) -> Case:
     _require(isinstance(needs_review, bool), "field 'needs_review': true or false", where)
     split = obj.get("split")
     _require(split is None or split in SPLITS, f"field 'split': {split!r} is not one of {list(SPLITS)}", where)
-    return Case(id=cid, type=kind, turns=list(turns), gold=list(gold), facts=list(facts), answerable=answerable,
-                needs_review=needs_review, split=split, line=line)
+    return Case(id=cid, type=kind, turns=list(turns), gold=gold, facts=list(facts), answerable=answerable,
+                needs_review=needs_review, split=split, answered_by=answered_by, line=line)
+
+
+def _rules(obj: dict[str, Any], key: str, where: str) -> list[dict[str, str]]:
+    rules = obj.get(key, [])
+    _require(isinstance(rules, list), f"field '{key}': a list of match rules", where)
+    for i, rule in enumerate(rules):
+        _require(isinstance(rule, dict) and bool(rule), f"field '{key}[{i}]': a non-empty object", where)
+        bad = sorted(set(rule) - set(RULE_KEYS))
+        _require(not bad, f"field '{key}[{i}]': unknown key(s) {bad}; known: {list(RULE_KEYS)}", where)
+        _require(all(isinstance(v, str) and v.strip() for v in rule.values()),
+                 f"field '{key}[{i}]': values must be non-empty strings", where)
+    return list(rules)
+
+
+def in_store(case: Case, papers: list[StoredPaper]) -> Case:
+    """The case as the store it runs on makes it: an out-of-corpus case whose ``answered_by`` papers are all
+    stored (a distractor collection that happens to hold the answer) is scored as a single-paper question with
+    them as gold; any other case is returned as it is."""
+    if case.answerable or not case.answered_by or not all(resolve_gold(case.answered_by, papers)):
+        return case
+    return replace(case, type="single", gold=list(case.answered_by), answerable=True)
 
 
 def load_set(path: Path) -> list[Case]:

@@ -20,7 +20,16 @@ from evals.gate import check, load_thresholds  # noqa: E402
 from evals.judge import Judge, parse_verdict  # noqa: E402
 from evals.report import load_report, ordered_rows, write_report  # noqa: E402
 from evals.run import case_metrics, score_case, split_summaries, summarise, verdict  # noqa: E402
-from evals.sets import SEED, SETS_DIR, Case, expand_corpus, load_set, resolve_gold, set_corpus  # noqa: E402
+from evals.sets import (  # noqa: E402
+    SEED,
+    SETS_DIR,
+    Case,
+    expand_corpus,
+    in_store,
+    load_set,
+    resolve_gold,
+    set_corpus,
+)
 from rag.answer import Answer, Citation  # noqa: E402
 from rag.config import get_settings  # noqa: E402
 from rag.errors import InputError  # noqa: E402
@@ -64,6 +73,8 @@ def test_the_seed_set_loads_with_its_documented_mix() -> None:
     ('{"id": "a", "type": "follow-up", "turns": ["only one"]}', "at least two turns"),
     ('{"id": "a", "type": "out-of-corpus", "question": "q", "answerable": true}', "field 'answerable'"),
     ('{"id": "a", "type": "single", "question": "q", "colour": 1}', "unknown field"),
+    ('{"id": "a", "type": "single", "question": "q", "answered_by": [{"id": "p"}]}', "field 'answered_by'"),
+    ('{"id": "a", "type": "out-of-corpus", "question": "q", "answered_by": [{"titel": "x"}]}', "answered_by[0]"),
 ])
 def test_bad_cases_are_refused_naming_file_line_and_field(tmp_path: Path, line: str, needle: str) -> None:
     p = tmp_path / "set.jsonl"
@@ -88,6 +99,21 @@ def test_gold_rules_resolve_by_id_author_and_prefix() -> None:
     assert resolve_gold([{"author": "leif doring", "abstract_prefix": "we study 65%"}], papers) == ["p1"]
     assert resolve_gold([{"author": "Leif Doring"}], papers) == [None]  # ambiguous → unresolved
     assert resolve_gold([{"paper_id": "p2"}, {"id": "nope"}], papers) == ["p2", None]
+
+
+def test_an_out_of_corpus_case_is_scored_as_answerable_where_the_store_holds_its_answer(tmp_path: Path) -> None:
+    p = tmp_path / "set.jsonl"
+    p.write_text('{"id": "o", "type": "out-of-corpus", "question": "Which GNNs predict molecular properties?", '
+                 '"answered_by": [{"title_contains": "Molecular Fingerprints"}]}\n', encoding="utf-8")
+    case = load_set(p)[0]
+    sample = [StoredPaper(id="s1", label="s1", authors=(), abstract="Reward hacking in RLHF.", title="")]
+    assert in_store(case, sample) is case and not case.answerable  # the sample alone: out of corpus
+    held = sample + [StoredPaper(id="d1", label="d1", authors=(), abstract="Graph convolutions on molecules.",
+                                 title="Convolutional Networks on Graphs for Learning Molecular Fingerprints")]
+    as_run = in_store(case, held)
+    assert (as_run.type, as_run.answerable, resolve_gold(as_run.gold, held)) == ("single", True, ["d1"])
+    assert verdict(as_run, ["d1"], answer("t [1]", ["d1"], ["d1"]))[0] is True
+    assert verdict(as_run, ["d1"], refusal())[0] is False
 
 
 # ---- scoring ----------------------------------------------------------------------------------------
