@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rag.errors import InputError
-from rag.ingest.loaders.arxiv import _SafeTree
 from rag.ingest.loaders.base import Item
 from rag.ingest.loaders.common import clean_name, fold, make_paper, problem, split_authors
+from rag.ingest.loaders.safe_xml import SafeTree
 
 OAI = "{http://www.openarchives.org/OAI/2.0/}"
 ARXIV_OAI = "{http://arxiv.org/OAI/arXiv/}"
@@ -69,7 +69,7 @@ class ArxivOaiLoader:
 
     def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
         """Parse the whole page first (so a malformed one fails before any paper), then yield its records."""
-        tree = _SafeTree(path)
+        tree = SafeTree(path)
         root = tree.parse()
         if root.tag != f"{OAI}OAI-PMH":
             raise InputError(f"not an OAI-PMH response (root element is <{root.tag.split('}')[-1]}>)",
