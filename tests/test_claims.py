@@ -146,3 +146,67 @@ def test_cited_abstracts_are_parsed_once_per_answer(embedder, monkeypatch: pytes
     assert len(out.statements) == 3 and len(made) == 1
     assert [s.supported for s in out.statements][:2] == [True, True], [s.why for s in out.statements]
     assert not out.statements[2].supported and "fail to exploit" in out.statements[2].why
+
+
+def check_against(abstract: str, statement: str) -> list[str]:
+    """``claims.check`` against a small abstract of its own, with its best-matching sentence as evidence."""
+    sentences = sentences_of(abstract)
+    words = set(statement.lower().split())
+    evidence = max(sentences, key=lambda s: len(words & set(s.lower().split())))
+    return claims.check(statement, claims.Source.of(sentences), evidence)
+
+
+@pytest.mark.parametrize(("abstract", "faithful", "changed"), [
+    # evidence for or against, phrasal verbs read as one word
+    ("Our analysis confirms the cubic lower bound conjectured by earlier work.",
+     "The analysis confirms the cubic lower bound of earlier work.",
+     "The analysis rules out the cubic lower bound of earlier work."),
+    ("The new experiments rule out the cubic lower bound conjectured by earlier work.",
+     "The experiments rule out the conjectured cubic lower bound.",
+     "The experiments confirm the conjectured cubic lower bound."),
+    # robust / breaks down
+    ("The proposed filter is tolerant to heavy-tailed sensor noise.",
+     "The proposed filter is robust to heavy-tailed sensor noise.",
+     "The proposed filter breaks down under heavy-tailed sensor noise."),
+    # how much
+    ("There is substantial overlap between the two vocabularies of the corpora.",
+     "The two vocabularies of the corpora show significant overlap.",
+     "The two vocabularies of the corpora show little overlap."),
+    # associated / unrelated
+    ("Pump outages are strongly correlated with high inlet temperature in summer.",
+     "Pump outages are linked to high inlet temperature in summer.",
+     "Pump outages are unrelated to high inlet temperature in summer."),
+    # part / all
+    ("The annotators label only a small subset of the video frames.",
+     "The annotators label only a small part of the video frames.",
+     "The annotators label every one of the video frames."),
+    # rates
+    ("After the support is found, the solver converges at a linear rate.",
+     "Once the support is found, the solver converges at a linear rate.",
+     "Once the support is found, the solver converges at a sublinear rate."),
+])
+def test_opposites_without_negation_words(abstract: str, faithful: str, changed: str) -> None:
+    assert check_against(abstract, faithful) == [], faithful
+    assert check_against(abstract, changed), changed
+
+
+def test_a_total_denial_contradicts_a_restriction() -> None:
+    abstract = "In this game the agent receives limited feedback from the environment after each move."
+    assert check_against(abstract, "The agent receives no feedback from the environment after a move.") == []
+    assert check_against(abstract, "The agent receives no feedback at all from the environment after a move.")
+
+
+def test_absence_and_hyphenated_names_read_as_the_source() -> None:
+    abstract = "In the absence of noise the low-rank signal is recovered exactly. We recover a $K$th order tensor."
+    assert check_against(abstract, "Without noise the low-rank signal is recovered exactly.") == []
+    assert check_against(abstract, "We recover a Kth-order tensor.") == []
+    assert check_against(abstract, "We recover a Mth-order tensor.")
+
+
+def test_a_denial_about_something_else_is_no_contradiction() -> None:
+    sentences = sentences_of("Above the threshold the large cluster is found with high probability. "
+                             "Below a critical ratio a weak planted signal cannot be detected.")
+    source = claims.Source.of(sentences)
+    # evidence: the denial, which shares only its verb with the statement
+    assert claims.check("Above the threshold the large cluster can be detected.", source, sentences[1]) == []
+    assert claims.check("Below a critical ratio a weak planted signal can be detected.", source, sentences[1])

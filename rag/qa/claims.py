@@ -16,7 +16,10 @@ is then checked against that parse:
   source says the same thing (the occurrence that shares most words around it), a word the source negates
   ("not", "fails to", "overlooks", "eliminates the need for", "rather than", "unlike") is not asserted bare,
   and a word is not the prefixed opposite of the source's ("tractable" / "intractable", "convex" / "non-convex");
-- direction: a direction word (increases, improves, outperforms, more, higher, upper, rewards, first…) is not the
+  a total denial ("no feedback at all") is not excused by a source that only limits ("limited feedback"), and a
+  denial that shares one word and nothing around it with the statement is about something else;
+- direction: a direction word (increases, improves, outperforms, more, higher, upper, rewards, first, robust /
+  breaks down, confirms / rules out, significant / little, associated / unrelated, every / a subset…) is not the
   opposite of the one the source uses about the same words, and "A is better than B" is not "B is better than A";
 - names: acronyms, CamelCase and names with digits ("FedGMT", "CIFAR-10") occur in the source once symbols are
   folded ("L1" = ``$\\ell_1$``, "alpha" = α), or an acronym's words do ("RL" for "reinforcement learning").
@@ -57,9 +60,9 @@ _CUES = _NEGATION | _DENY
 _STATEMENT_CUES = _CUES - {"unlike", "little", "few", "miss", "misses", "missed"}
 # Words under which a negated statement can be a fair reading of a positive source ("only one pass" → "does
 # not need two passes"; "instead of retraining" → "does not retrain"), looked for before the word.
-_RESTRICTIVE = _CUES | {"only", "unnecessary", "absent", "less", "fewer", "merely", "solely", "single", "beyond",
-                        "whereas", "but", "however", "limited", "insufficient", "struggle", "struggles", "remains",
-                        "challenge", "challenging", "difficult", "hard", "inability", "impossible", "poorly",
+_RESTRICTIVE = _CUES | {"only", "unnecessary", "absent", "absence", "less", "fewer", "merely", "solely", "single",
+                        "beyond", "whereas", "but", "however", "limited", "insufficient", "struggle", "struggles",
+                        "remains", "challenge", "challenging", "difficult", "hard", "inability", "impossible", "poorly",
                         "remove", "removes", "removed", "removing", "obviate", "obviates", "obviating", "bypass",
                         "bypasses", "circumvent", "circumvents", "dispense", "dispenses"}
 # Words after a word that negate it ("retraining is unnecessary", "annotation-free", "is not needed").
@@ -103,7 +106,9 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"add(?:s|ed|ing)?",), (r"remov\w*", r"delet\w*")),
     ((r"converg\w*",), (r"diverg\w*",)),
     ((r"consistent", r"consistently"), (r"inconsistent", r"inconsistently")),
-    ((r"robust", r"robustness"), (r"fragile", r"brittle", r"vulnerable")),
+    ((r"robust", r"robustness", r"tolerant", r"resilient", r"resilience"),
+     (r"fragile", r"brittle", r"vulnerable", r"susceptible", r"break(?:s|ing)?-down", r"broke-down",
+      r"fail(?:s|ed|ing)?")),
     ((r"strong", r"stronger", r"strongest"), (r"weak", r"weaker", r"weakest")),
     ((r"overestimat\w*",), (r"underestimat\w*",)),
     ((r"advantage", r"advantages", r"advantageous"), (r"disadvantage", r"disadvantages")),
@@ -112,8 +117,22 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"reveal\w*", r"uncover\w*", r"expos(?:e|es|ed|ing)"), (r"hid(?:e|es|den|ing)", r"obscur\w*", r"conceal\w*")),
     ((r"aggressive\w*",), (r"conservative\w*", r"cautious\w*")),
     ((r"super-?linear\w*",), (r"sub-?linear\w*",)),
+    ((r"linear", r"linearly"), (r"sub-?linear\w*",)),  # rates: "linear convergence" is not "sublinear convergence"
     ((r"same", r"identical"), (r"differ", r"differs", r"differed", r"different", r"distinct")),
+    # evidence for or against a claim
+    ((r"confirm\w*", r"corroborat\w*"), (r"refut\w*", r"disprov\w*", r"rul(?:e|es|ed|ing)-out")),
+    # how much of something there is
+    ((r"significant", r"substantial", r"considerable", r"abundant", r"plentiful", r"ample"),
+     (r"little", r"negligible", r"scarce", r"scant")),
+    # whether two things go together
+    ((r"associated", r"related", r"correlated", r"linked", r"coupled", r"connected"),
+     (r"unrelated", r"uncorrelated", r"unassociated", r"unlinked", r"decoupled", r"unconnected", r"dissociated")),
+    # all of something or part of it
+    ((r"every", r"entire", r"entirety", r"whole"),
+     (r"subsets?", r"handful", r"portions?", r"fractions?", r"partial", r"partially")),
 )
+# Two-word verbs read as one word: "rules out", "breaks down".
+_PHRASAL = re.compile(r"\b(rul(?:e|es|ed|ing)|break(?:s|ing)?|broke)\s+(out|down)\b")
 # "rewards" is a direction as a verb ("EPPO rewards the increase") and no direction as a noun ("computing
 # rewards, which…"); it counts only when an object follows. (An increase or a drop is a direction either way.)
 _NOUN_TOO = {"rewards"}
@@ -144,6 +163,8 @@ class Word:
 def words(text: str) -> tuple[Word, ...]:
     """The text's words, lower-cased, with their analysed terms and clause marks; "doesn't" → "does", "not"."""
     text = text.replace("\u2019", "'").casefold()
+    text = _PHRASAL.sub(lambda m: f"{m.group(1)}-{m.group(2)}" if (m.group(2) == "out") == m.group(1).startswith("rul")
+                        else m.group(0), text)
     out: list[Word] = []
     for w in _TOKEN.findall(text):
         if w in _BOUNDARY:
@@ -206,16 +227,18 @@ def _prefixed(surface: str) -> str | None:
     return rest if len(rest) >= 5 and _ADJECTIVE_END.fullmatch(rest) else None
 
 
-def _restricted(ws: Sequence[Word], j: int) -> bool:
+def _restricted(ws: Sequence[Word], j: int, strict: bool = False) -> bool:
     """The word at ``j`` is denied or restricted: a restrictive word shortly before it ("not only" restricts
     nothing; the negation closest to it counts, and a negation of a negation asserts: "does not fail on"), a
-    negating one right after it ("is not needed", "annotation-free"), or a negative prefix of its own."""
+    negating one right after it ("is not needed", "annotation-free"), or a negative prefix of its own.
+    ``strict``: denied only; a restriction ("limited", "only", "hard") does not count."""
     closest = -1
     for k in range(max(0, j - WINDOW - 1), j):
         w = ws[k].surface
         if w in _NEGATION and _is_cue(ws, k):
             closest = k
         elif (w in _RESTRICTIVE and w not in _NEGATION and (w not in _CUES or _is_cue(ws, k))
+              and not (strict and w not in _CUES)
               and not (w in {"only", "merely", "solely"} and k and ws[k - 1].surface == "not")):
             return True
     if closest >= 0:
@@ -433,7 +456,8 @@ def name_reasons(statement: str, source: Source) -> list[str]:
     missing: set[str] = set()
     named = [frozenset(t for part in m.group(0).split("-") if re.search(r"[A-Z0-9]", part) for t in analyze(part))
              for m in ENTITY.finditer(folded)]  # the names evidence.entities finds, as written
-    named += [frozenset(analyze(m.group(0))) for m in _PROPER.finditer(folded)]
+    # A hyphenated name counts when each part is named ("Kth-order" for "$K$th order").
+    named += [frozenset(t for part in m.group(0).split("-") for t in analyze(part)) for m in _PROPER.finditer(folded)]
     for terms in named:
         for t in terms:
             if not t.isascii() or term_in(t, source.terms):
@@ -451,6 +475,21 @@ def name_reasons(statement: str, source: Source) -> list[str]:
 def _followed(ws: Sequence[Word], j: int, terms: frozenset[str]) -> bool:
     """A word with these terms comes within three words after ``j``."""
     return any(ws[k].terms and _same_word(terms, ws[k].terms) for k in range(j + 1, min(len(ws), j + 4)))
+
+
+_ABSOLUTE = {"whatsoever", "altogether"}
+
+
+def _absolute(ws: Sequence[Word], i: int, h: int) -> bool:
+    """The negation at ``i`` of the word at ``h`` is total ("no feedback at all", "none whatsoever", "not used
+    at all"): then a source that only limits the word ("limited feedback", "only once") contradicts it."""
+    for k in range(i + 1, min(len(ws), h + 4)):
+        w = ws[k].surface
+        if w in _BOUNDARY:
+            return False
+        if w in _ABSOLUTE or w == "at" and k + 1 < len(ws) and ws[k + 1].surface == "all":
+            return True
+    return False
 
 
 def _negated_claims(ws: tuple[Word, ...], source: Source) -> list[str]:
@@ -473,7 +512,8 @@ def _negated_claims(ws: tuple[Word, ...], source: Source) -> list[str]:
             continue
         best = max(n for n, _ in found)
         top = [pos for n, pos in found if n == best]
-        if not any(_restricted(source.words[si], j) for si, j in top):
+        strict = _absolute(ws, i, h)
+        if not any(_restricted(source.words[si], j, strict) for si, j in top):
             si, j = top[0]
             reasons.append(f"says \u201c{_quote(ws, i, 1, 2)}\u201d where the abstract says "
                            f"\u201c{_quote(source.words[si], j)}\u201d")
@@ -495,8 +535,8 @@ def _denied_claims(ws: tuple[Word, ...], source: Source, ev: int) -> list[str]:
         sw = source.words[si]
         around = _context(ws, k, wide) - terms - (nxt or frozenset())
         here = _overlap(around, _context(sw, j, wide))
-        if si != ev and here < 1:
-            continue
+        if here < 1 and (si != ev or nxt is None):
+            continue  # one word in common and nothing around it: a denial about other things
         # The source also asserts it (the same words), about things as close to the statement's (closer, when the
         # denial is in the evidence sentence and the assertion elsewhere): no contradiction.
         if any(_overlap(around, source.context(pos, wide)) >= here + (si == ev and pos[0] != si)
