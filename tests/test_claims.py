@@ -180,6 +180,13 @@ def check_against(abstract: str, statement: str) -> list[str]:
     ("The annotators label only a small subset of the video frames.",
      "The annotators label only a small part of the video frames.",
      "The annotators label every one of the video frames."),
+    # opposites of scientific writing
+    ("Under the stated assumptions the alternating scheme reaches a global optimum of the energy.",
+     "Under the stated assumptions the alternating scheme attains a global optimum of the energy.",
+     "Under the stated assumptions the alternating scheme reaches a local optimum of the energy."),
+    ("The sampler computes the marginal likelihood exactly for tree-shaped graphs.",
+     "For tree-shaped graphs the sampler computes the marginal likelihood exactly.",
+     "For tree-shaped graphs the sampler computes the marginal likelihood approximately."),
     # rates
     ("After the support is found, the solver converges at a linear rate.",
      "Once the support is found, the solver converges at a linear rate.",
