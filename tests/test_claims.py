@@ -217,3 +217,11 @@ def test_a_denial_about_something_else_is_no_contradiction() -> None:
     # evidence: the denial, which shares only its verb with the statement
     assert claims.check("Above the threshold the large cluster can be detected.", source, sentences[1]) == []
     assert claims.check("Below a critical ratio a weak planted signal can be detected.", source, sentences[1])
+
+
+def test_a_denied_direction_word_against_a_synonym_the_source_asserts() -> None:
+    abstract = ("Adding the auxiliary loss enhances the accuracy of the tagger on noisy tweets. "
+                "The tagger is trained on news text.")
+    assert check_against(abstract, "Adding the auxiliary loss improves the accuracy of the tagger.") == []
+    assert check_against(abstract, "The auxiliary loss does not hurt the accuracy of the tagger.") == []
+    assert check_against(abstract, "Adding the auxiliary loss does not improve the accuracy of the tagger.")

@@ -658,7 +658,34 @@ def direction_reasons(statement: str, source: Source, evidence: str) -> list[str
                 done.add(pi)
                 reasons.append(f"says \u201c{_quote(ws, j, 1, 2)}\u201d where the abstract says "
                                f"\u201c{_quote(source.words[where[0]], where[1], 1, 2)}\u201d")
-    return reasons + _comparison_reasons(ws, source)
+    return reasons + _denied_synonyms(ws, source, ev) + _comparison_reasons(ws, source)
+
+
+def _denied_synonyms(ws: Sequence[Word], source: Source, ev: int) -> list[str]:
+    """A negated direction word of the statement ("does not improve accuracy") where the source asserts another
+    word of the same side about the same words ("enhances accuracy"). The same word is the negation rule's."""
+    wide = 2 * WINDOW
+    for j, w in enumerate(ws):
+        if not _negated(ws, j) or not _as_verb(ws, j):
+            continue
+        for pi, side in _poles_of(w.surface):
+            around = _context(ws, j, wide)
+            asserted, other, where = 0, 0, None
+            for their_side, pos in source.poles.get(pi, ()):
+                sw = source.words[pos[0]]
+                n = _overlap(around, source.context(pos, wide))
+                if their_side == side and not _negated(sw, pos[1]) and not _restricted(sw, pos[1]):
+                    if _same_word(w.terms, sw[pos[1]].terms):
+                        asserted = -1  # the negation rule judges the same word
+                        break
+                    if (n >= 2 or pos[0] == ev and n >= 1) and n > asserted:
+                        asserted, where = n, pos
+                else:
+                    other = max(other, n)
+            if where is not None and asserted >= other + 1:
+                return [f"says \u201c{_quote(ws, j, 2, 2)}\u201d where the abstract says "
+                        f"\u201c{_quote(source.words[where[0]], where[1], 1, 2)}\u201d"]
+    return []
 
 
 _MORE = next(i for i, (a, _) in enumerate(_POLE_RE) if a.fullmatch("more"))
