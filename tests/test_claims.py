@@ -225,3 +225,9 @@ def test_a_denied_direction_word_against_a_synonym_the_source_asserts() -> None:
     assert check_against(abstract, "Adding the auxiliary loss improves the accuracy of the tagger.") == []
     assert check_against(abstract, "The auxiliary loss does not hurt the accuracy of the tagger.") == []
     assert check_against(abstract, "Adding the auxiliary loss does not improve the accuracy of the tagger.")
+
+
+def test_a_denial_is_read_against_a_synonymous_verb() -> None:
+    abstract = "The detector requires labelled examples of every defect type. It runs on a single GPU."
+    assert check_against(abstract, "The detector needs labelled examples of each defect type.") == []
+    assert check_against(abstract, "The detector needs no labelled examples of defect types.")

@@ -178,6 +178,18 @@ class Word:
     terms: frozenset[str]  # its analysed terms (a stop word has none)
 
 
+# Verbs of one meaning, so a denial of one is read against an assertion of another ("needs no labels" against
+# "requires labels"): each word of a group also carries the group's first word's term.
+_SYNONYM_GROUPS = (("require", "need", "necessitate"), ("guarantee", "ensure", "assure"),
+                   ("distinguish", "differentiate", "discriminate"), ("use", "employ"))
+_SYNONYM = {t: analyze(g[0])[0] for g in _SYNONYM_GROUPS for w in g for t in analyze(w)}
+
+
+def _terms(surface: str) -> frozenset[str]:
+    terms = analyze(surface)
+    return frozenset([*terms, *(_SYNONYM[t] for t in terms if t in _SYNONYM)])
+
+
 @lru_cache(maxsize=16384)
 def words(text: str) -> tuple[Word, ...]:
     """The text's words, lower-cased, with their analysed terms and clause marks; "doesn't" → "does", "not"."""
@@ -189,11 +201,11 @@ def words(text: str) -> tuple[Word, ...]:
         if w in _BOUNDARY:
             out.append(Word(w, frozenset()))
         elif w.endswith("n't"):
-            out += [Word(w[:-3], frozenset(analyze(w[:-3]))), Word("not", frozenset())]
+            out += [Word(w[:-3], _terms(w[:-3])), Word("not", frozenset())]
         elif w == "cannot":
             out += [Word("can", frozenset()), Word("cannot", frozenset())]
         else:
-            out.append(Word(w, frozenset(analyze(w))))
+            out.append(Word(w, _terms(w)))
     return tuple(out)
 
 
