@@ -156,7 +156,7 @@ class RetrievalSettings(BaseModel):
     rrf_k: int = Field(60, ge=1, le=1000, description="RRF constant (fusion=rrf)")
     # A filter that leaves a few hundred papers (a collection, one author) is answered from those papers'
     # stored vectors: Chroma's filtered vector search costs several times an unfiltered one at 10k papers.
-    local_scope: int = Field(500, ge=0, le=100_000, description="a filter allowing at most this many papers is "
+    local_scope: int = Field(300, ge=0, le=100_000, description="a filter allowing at most this many papers is "
                              "scored locally from their stored vectors instead of by Chroma's filtered search "
                              "(0 = never)")
     anchor_df: int = Field(3, ge=0, le=100, description="a named identifier in the question (acronym, CamelCase, "
