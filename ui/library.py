@@ -29,6 +29,7 @@ from rag.limits import check_question
 from rag.qa.chain import AnswerChain
 from rag.qa.generate import Mode
 from rag.runtime import Runtime
+from ui.render import short_authors
 
 log = logging.getLogger(__name__)
 
@@ -204,15 +205,11 @@ def answer_text(answer: Answer) -> str:
     if answer.citations:
         refs = []
         for c in answer.citations:
-            meta = ", ".join(x for x in (_authors(c.authors), str(c.year or "")) if x)
+            meta = ", ".join(x for x in (short_authors(c.authors), str(c.year or "")) if x)
             flag = "" if c.supported else " (support unclear)"
             refs.append(f"[{c.n}] {c.title}{f' — {meta}' if meta else ''}{flag} (id: {c.paper_id})")
         parts.append(_REF_HEAD + "\n" + "\n".join(refs))
     return "\n\n".join(parts)
-
-
-def _authors(authors: Sequence[str]) -> str:
-    return ", ".join(authors[:3]) + (" et al." if len(authors) > 3 else "")
 
 
 def _citations_from_turn(turn: Any) -> list[Citation] | None:
