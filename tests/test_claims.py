@@ -231,3 +231,101 @@ def test_a_denial_is_read_against_a_synonymous_verb() -> None:
     abstract = "The detector requires labelled examples of every defect type. It runs on a single GPU."
     assert check_against(abstract, "The detector needs labelled examples of each defect type.") == []
     assert check_against(abstract, "The detector needs no labelled examples of defect types.")
+
+
+@pytest.mark.parametrize(("abstract", "faithful", "changed"), [
+    # spelled-out numbers, "a dozen", "half a dozen", "a million"
+    ("The pipeline was evaluated on 6 benchmark collections.",
+     "The pipeline was evaluated on six benchmark collections.",
+     "The pipeline was evaluated on seven benchmark collections."),
+    ("A half a dozen probes suffice to localise the leak.",
+     "Six probes suffice to localise the leak.",
+     "Five probes suffice to localise the leak."),
+    ("The index stores twelve shards per node.",
+     "The index stores a dozen shards per node.",
+     "The index stores two dozen shards per node."),
+    ("The crawler indexed a million pages in a day.",
+     "The crawler indexed 1,000,000 pages in a day.",
+     "The crawler indexed a billion pages in a day."),
+    ("The tagger labels thirty-five entity types.",
+     "The tagger labels 35 entity types.",
+     "The tagger labels 53 entity types."),
+    # fractions, percentages and decimals
+    ("A quarter of the queries have no relevant document.",
+     "25% of the queries have no relevant document.",
+     "A third of the queries have no relevant document."),
+    ("About 33% of the queries are navigational.",
+     "About a third of the queries are navigational.",
+     "About a quarter of the queries are navigational."),
+    ("Pruning removes 0.01 of the weights.",
+     "Pruning removes a hundredth of the weights.",
+     "Pruning removes a tenth of the weights."),
+    ("The new cache halves the lookup latency.",
+     "The new cache cuts the lookup latency by 50%.",
+     "The new cache cuts the lookup latency by 40%."),
+    # multipliers, and a reduction as the fraction it leaves
+    ("The distilled model needs four times less memory than the teacher.",
+     "The distilled model needs a quarter of the teacher's memory.",
+     "The distilled model needs a third of the teacher's memory."),
+    ("The sketch is two orders of magnitude smaller than the full table.",
+     "The sketch is about a hundredth the size of the full table.",
+     "The sketch is about a tenth the size of the full table."),
+    ("Batching makes decoding 10x faster.",
+     "Batching makes decoding tenfold faster.",
+     "Batching makes decoding 12-fold faster."),
+    ("Batching makes decoding ten times faster.",
+     "Batching makes decoding an order of magnitude faster.",
+     "Batching makes decoding two orders of magnitude faster."),
+    ("The filter separates the two classes of traffic.",
+     "The filter solves a binary classification of traffic.",
+     "The filter separates the three classes of traffic."),
+    # SI prefixes
+    ("The corpus holds 40K documents in total.",
+     "The corpus holds 40,000 documents in total.",
+     "The corpus holds 40 documents in total."),
+    ("The encoder has 350 million parameters.",
+     "The encoder has 350M parameters.",
+     "The encoder has 530M parameters."),
+    # durations
+    ("Each training run lasts one minute on a laptop.",
+     "Each training run lasts 60 seconds on a laptop.",
+     "Each training run lasts ten minutes on a laptop."),
+    ("Alerts arrive with a mean lead time of 2 hours and 15 minutes.",
+     "Alerts arrive with a mean lead time of 135 minutes.",
+     "Alerts arrive with a mean lead time of 125 minutes."),
+    ("The probe takes a 90-second measurement.",
+     "The probe takes a measurement of 1.5 minutes.",
+     "The probe takes a measurement of 2.5 minutes."),
+    ("Indexing a shard takes half an hour.",
+     "Indexing a shard takes 30 minutes.",
+     "Indexing a shard takes 45 minutes."),
+    ("Queries are answered in 250 ms on average.",
+     "Queries are answered in a quarter of a second on average.",
+     "Queries are answered in 350 milliseconds on average."),
+])
+def test_equal_number_forms_pass_and_changed_numbers_do_not(abstract: str, faithful: str, changed: str) -> None:
+    assert check_against(abstract, faithful) == [], faithful
+    reasons = check_against(abstract, changed)
+    assert any("not in the abstract" in r for r in reasons), (changed, reasons)
+
+
+@pytest.mark.parametrize(("abstract", "faithful", "changed"), [
+    ("The method converges at a rate of $O(1/T^2)$.", "The method converges at a rate of O(T^{-2}).",
+     "The method converges at a rate of O(T^{-3})."),
+    ("The error decays as $O(T^{-1})$.", "The error decays as O(1/T).", "The error decays as O(1/T^2)."),
+    ("The estimator needs $O(1/\\sqrt{p})$ samples.", "The estimator needs O(p^{-1/2}) samples.",
+     "The estimator needs O(p^{-1/3}) samples."),
+    ("The bound is $O(\\frac{1}{\\sqrt{n}})$.", "The bound is O(n^{-0.5}).", "The bound is O(n^{-1})."),
+    ("The bound is $O(d/\\epsilon^2)$.", "The bound is O(d \u03b5^{-2}).", "The bound is O(d \u03b5^{-1})."),
+])
+def test_negative_and_fractional_exponents_read_as_reciprocals(abstract: str, faithful: str, changed: str) -> None:
+    assert check_against(abstract, faithful) == [], faithful
+    reasons = check_against(abstract, changed)
+    assert any("not in the abstract" in r for r in reasons), (changed, reasons)
+
+
+def test_canonical_reciprocals() -> None:
+    assert notation.canonical("O(1/T^2)") == notation.canonical("O(T^{-2})") == notation.canonical("O(T^-2)")
+    assert notation.canonical("1/\\sqrt{x}") == notation.canonical("x^{-1/2}") == notation.canonical("1/sqrt(x)")
+    assert notation.canonical("O(1/T)") != notation.canonical("O(1/T^2)")
+    assert notation.canonical("1/2") == ("1", "/", "2")  # numbers stay a fraction

@@ -76,16 +76,20 @@ _UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six"
           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
           "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
           "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-_SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9}
+_SCALES = {"dozen": 12, "hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9}
 _DENOMINATORS = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4, "fourth": 4,
                  "fourths": 4, "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6, "seventh": 7, "sevenths": 7,
                  "eighth": 8, "eighths": 8, "ninth": 9, "ninths": 9, "tenth": 10, "tenths": 10, "hundredth": 100,
                  "hundredths": 100, "thousandth": 1000, "thousandths": 1000}
 _MULTIPLIERS = {"twice": 2, "double": 2, "doubles": 2, "doubled": 2, "doubling": 2, "triple": 3, "triples": 3,
-                "tripled": 3, "tripling": 3, "quadruple": 4, "quadruples": 4, "quadrupled": 4, "dozen": 12,
+                "tripled": 3, "tripling": 3, "quadruple": 4, "quadruples": 4, "quadrupled": 4,
                 "halve": 0.5, "halves": 0.5, "halved": 0.5, "halving": 0.5}
 # Words that count as numbers in a source but are too common to check in a statement ("one of", "a single").
-_SOURCE_ONLY = {"one": 1, "single": 1, "once": 1, "pair": 2, "both": 2, "dual": 2}
+_SOURCE_ONLY = {"one": 1, "single": 1, "once": 1, "pair": 2, "both": 2, "dual": 2, "binary": 2}
+# A multiplier of a reduction is also the fraction left: "four times less data" is a quarter of it, "two orders of
+# magnitude smaller" a hundredth, "10x faster" a tenth of the time.
+_REDUCTION = re.compile(r"\s*(?:less|fewer|smaller|lower|reductions?|cheaper|shorter|faster|quicker|decrease)\b",
+                        re.IGNORECASE)
 _TIMES = {"\u00d7", "x", "times", "fold"}
 _SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "b": 1e9, "billion": 1e9}
 
@@ -96,7 +100,8 @@ class Quantity:
     unit: str  # "%", "x" (times), or "" (a count, a plain number)
     value: float  # as written: 65 for "65%"
     decimals: int  # digits after the point as written (how far it may round a source value)
-    values: frozenset[float]  # what it equals in other units too (65% → 65, 0.65; 8K → 8, 8000)
+    values: frozenset[float]  # what it equals in other units too (65% → 65, 0.65; 8K → 8000)
+    seconds: float | None = None  # a duration in seconds ("one minute", "60-second", "1 hour and 26 minutes")
 
 
 def _quantity(text: str, value: float, unit: str, decimals: int = 0) -> Quantity:
@@ -121,7 +126,14 @@ def _digit_quantities(text: str) -> list[Quantity]:
         kind = "%" if unit.startswith(("%", "per", "pp")) else "x" if unit in _TIMES else ""
         q = _quantity(m.group(0), v, kind, decimals)
         if unit in _SCALE:
-            q = Quantity(q.text, "", v, decimals, q.values | {v * _SCALE[unit]})
+            # "40K" is 40,000 only; "40 K" may be 40 of something named K, so it keeps 40 too.
+            scaled = round(v * _SCALE[unit], 9)
+            if " " in m.group(0) and unit in {"k", "m", "b"}:
+                q = Quantity(q.text, "", v, decimals, q.values | {scaled})
+            else:
+                q = Quantity(q.text, "", scaled, 0, frozenset({scaled}))
+        elif kind == "x" and v and _REDUCTION.match(text, m.end()):
+            q = Quantity(q.text, "x", v, decimals, q.values | {round(1 / v, 9)})
         out.append(q)
     return out
 
@@ -133,6 +145,8 @@ def _cardinal(parts: Sequence[str], i: int) -> tuple[float, int] | None:
         p = parts[j]
         if p in _UNITS:
             current += _UNITS[p]
+        elif j == i and p in {"a", "an"} and j + 1 < len(parts) and parts[j + 1] in _SCALES:
+            current = 1  # "a hundred", "a dozen", "a million"
         elif p in _SCALES and (current or j > i):
             current = max(current, 1) * _SCALES[p]
             if _SCALES[p] >= 1000:
@@ -157,6 +171,14 @@ def _word_parts(text: str) -> list[str]:
     return out
 
 
+def _reduced(q: Quantity, parts: Sequence[str], j: int) -> Quantity:
+    """A multiplier followed by a reduction word ("four times less", "two orders of magnitude smaller") also
+    equals the fraction it leaves (0.25, 0.01)."""
+    if j < len(parts) and q.value and _REDUCTION.fullmatch(parts[j]):
+        return Quantity(q.text, q.unit, q.value, q.decimals, q.values | {round(1 / q.value, 9)})
+    return q
+
+
 def _word_quantities(text: str, source: bool) -> list[Quantity]:
     """Numbers written in words: cardinals, fractions ("a third", "two-fifths", "half a percent"), multipliers
     ("twice", "three-fold", "ten times") and orders of magnitude. A statement's "one" alone is not a quantity."""
@@ -171,7 +193,7 @@ def _word_quantities(text: str, source: bool) -> list[Quantity]:
             out.append(_quantity(f"{p} {nxt}", 1 / _DENOMINATORS[nxt], ""))
             i += 2
         elif p in {"a", "an", "one"} and parts[i + 1:i + 4] in (["order", "of", "magnitude"],):
-            out.append(_quantity(f"{p} order of magnitude", 10, "x"))
+            out.append(_reduced(_quantity(f"{p} order of magnitude", 10, "x"), parts, i + 4))
             i += 4
         elif p == "orders" and parts[i + 1:i + 3] == ["of", "magnitude"]:
             # "orders of magnitude" with no count: a hundredfold or more
@@ -180,6 +202,9 @@ def _word_quantities(text: str, source: bool) -> list[Quantity]:
         elif p == "half":
             if nxt in {"a", "of"} and i + 2 < len(parts) and parts[i + 2] in {"percent", "per"}:
                 out.append(_quantity("half a percent", 0.5, "%"))
+                i += 3
+            elif nxt in {"a", "an"} and i + 2 < len(parts) and parts[i + 2] in _SCALES:
+                out.append(_quantity(f"half a {parts[i + 2]}", _SCALES[parts[i + 2]] / 2, ""))  # half a dozen: 6
                 i += 3
             else:
                 out.append(_quantity("half", 0.5, ""))
@@ -196,13 +221,13 @@ def _word_quantities(text: str, source: bool) -> list[Quantity]:
                 out.append(_quantity(f"{written} {after}", value / _DENOMINATORS[after], ""))
                 j += 1
             elif after in {"fold", "times"}:
-                out.append(_quantity(f"{written} {after}", value, "x"))
+                out.append(_reduced(_quantity(f"{written} {after}", value, "x"), parts, j + 1))
                 j += 1
             elif after in {"percent", "per"}:
                 out.append(_quantity(f"{written} percent", value, "%"))
                 j += 1 + (after == "per")
             elif after in {"order", "orders"} and parts[j + 1:j + 3] == ["of", "magnitude"]:
-                out.append(_quantity(f"{written} orders of magnitude", 10 ** value, "x"))
+                out.append(_reduced(_quantity(f"{written} orders of magnitude", 10 ** value, "x"), parts, j + 3))
                 j += 3
             elif source or written != "one":
                 out.append(_quantity(written, value, ""))
@@ -214,9 +239,71 @@ def _word_quantities(text: str, source: bool) -> list[Quantity]:
     return out
 
 
+_TIME_UNITS = {"ns": 1e-9, "nanosecond": 1e-9, "µs": 1e-6, "us": 1e-6, "microsecond": 1e-6, "ms": 1e-3,
+               "millisecond": 1e-3, "s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0, "h": 3600.0,
+               "hr": 3600.0, "hour": 3600.0, "day": 86400.0, "week": 604800.0}
+_TIME_WORDS = r"(?i:(?:nano|micro|milli)?seconds?|minutes?|hours?|days?|weeks?)"
+_DURATION = re.compile(
+    r"(?<![\w.])(?:(\d+(?:\.\d+)?)[\s-]?(ns|µs|us|ms|s|h|hrs?|mins?|secs?|" + _TIME_WORDS + r")"
+    r"|((?:an?\s+)?(?:half|quarter)\s+(?:of\s+)?an?|[A-Za-z]+(?:-[a-z]+)*)[\s-]+(" + _TIME_WORDS + r"))(?![\w-])")
+_COMPOUND_GAP = re.compile(r"\s*,?\s*(?:and\s+)?")
+
+
+def _time_unit(unit: str) -> float:
+    u = unit.lower()
+    return _TIME_UNITS.get(u) or _TIME_UNITS.get(u.rstrip("s")) or _TIME_UNITS[u[:-1]]
+
+
+def _durations(text: str) -> list[tuple[int, int, Quantity]]:
+    """Durations with their spans: "60-second", "one minute", "an hour", "2.5 h", "83ms"; a run of them joined
+    by "and" or a comma from larger to smaller units is one more ("1 hour and 26 minutes" = 86 minutes)."""
+    found: list[tuple[int, int, Quantity, float]] = []
+    for m in _DURATION.finditer(text):
+        digits, word, unit = m.group(1), m.group(3), m.group(2) or m.group(4)
+        if digits is not None:
+            value, decimals = float(digits), len(digits.split(".")[1]) if "." in digits else 0
+            if unit in {"s", "h"} and m.group(0)[len(digits):][:1] != " " and "." not in digits and value >= 100:
+                continue  # "1990s"
+        else:
+            w = word.casefold()
+            if "half" in w or "quarter" in w:
+                value = 0.5 if "half" in w else 0.25  # half an hour, a quarter of a second
+            elif w in {"a", "an"}:
+                value = 1.0
+            else:
+                parts = w.split("-")
+                card = _cardinal(parts, 0)
+                if card is None or card[1] != len(parts):
+                    continue
+                value = card[0]
+            decimals = 0
+        per = _time_unit(unit)
+        found.append((m.start(), m.end(), Quantity(m.group(0), "", value, decimals, frozenset({value}),
+                                                   round(value * per, 9)), per))
+    out = [(a, b, q) for a, b, q, _ in found]
+    k = 0
+    while k < len(found):
+        run = [found[k]]
+        while (k + len(run) < len(found) and run[-1][3] > found[k + len(run)][3]
+               and _COMPOUND_GAP.fullmatch(text, run[-1][1], found[k + len(run)][0])):
+            run.append(found[k + len(run)])
+        if len(run) > 1:
+            total = sum(q.seconds or 0.0 for _, _, q, _ in run)
+            smallest = run[-1][3]
+            a, b = run[0][0], run[-1][1]
+            out.append((a, b, Quantity(text[a:b], "", round(total / smallest, 9), 0,
+                                       frozenset({round(total / smallest, 9)}), round(total, 9))))
+        k += len(run)
+    return out
+
+
 def quantities(text: str, source: bool = False) -> list[Quantity]:
+    """Every quantity of ``text``; a duration is read once, as a duration (its number is not also a count)."""
     s = numeric_text(text)
-    return _digit_quantities(s) + _word_quantities(s, source)
+    durations = _durations(s)
+    for a, b, _ in durations:
+        s = s[:a] + " " * (b - a) + s[b:]
+    return _digit_quantities(s) + _word_quantities(s, source) + [q for _, _, q in durations]
 
 
 @dataclass
@@ -228,6 +315,9 @@ class Values:
     written: set[float] = field(default_factory=set)
     percents: set[float] = field(default_factory=set)  # percentages as written (18.6 for 18.6%)
     in_formulas: set[float] = field(default_factory=set)  # plain numbers inside formulas ("1" of (1+ε)√n)
+    durations: set[float] = field(default_factory=set)  # in seconds
+    counts: set[float] = field(default_factory=set)  # counts said by a word ("both", "binary"): counts only
+    timed: bool = False  # the sources state a duration: a statement's durations must then match one
 
 
 def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
@@ -238,12 +328,20 @@ def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
         qs = quantities(blank_formulas(s), source=True)
         stated.in_formulas |= {q.value for q in quantities(s, source=True) if not q.unit}
         for q in qs:
+            if q.text.casefold() in _SOURCE_ONLY:
+                stated.counts.add(q.value)
+                continue
             stated.exact |= q.values
             stated.written.add(q.value)
             if q.unit == "%":
                 stated.percents.add(q.value)
+            if q.seconds is not None:
+                stated.durations.add(q.seconds)
+        times = [q.seconds for q in qs if q.seconds is not None][:12]
+        derived.durations |= {round(abs(a - b), 9) for i, a in enumerate(times) for b in times[i + 1:]}
         # Only like with like (two percentages, two counts), and never a year: 2025 - 1 is not a claim.
-        like = [q for q in qs if not (1900 <= q.value <= 2100 and q.value.is_integer())][:12]
+        like = [q for q in qs if q.seconds is None and q.text.casefold() not in _SOURCE_ONLY
+                and not (1900 <= q.value <= 2100 and q.value.is_integer())][:12]
         for i, qa in enumerate(like):
             for qb in like[i + 1:]:
                 if qa.unit != qb.unit:
@@ -254,10 +352,30 @@ def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
                 derived.exact |= found | ({round(x / 100, 8) for x in found} if qa.unit == "%" else set())
                 if qa.unit == "%":
                     derived.percents |= found
+    stated.timed = derived.timed = bool(stated.durations)
     return stated, derived
 
 
+def _duration_matches(q: Quantity, source: Values, rel: float) -> bool:
+    """A duration equals a source duration in any unit (60 seconds = one minute), or rounds one in its own unit
+    ("1.4 hours" for 86 minutes)."""
+    seconds = q.seconds or 0.0
+    per = seconds / q.value if q.value else 1.0
+    tol = 0.5 * 10 ** -q.decimals + 1e-9
+    for d in source.durations:
+        if math.isclose(seconds, d, rel_tol=1e-6, abs_tol=1e-12):
+            return True
+        v = d / per
+        if _decimals(v) > q.decimals and abs(q.value - v) <= min(tol, rel * abs(v)):
+            return True
+    return False
+
+
 def matches(q: Quantity, source: Values, rel: float) -> bool:
+    if q.seconds is not None and source.timed:
+        return _duration_matches(q, source, rel)
+    if not q.unit and q.value in source.counts:
+        return True  # "two classes" for "binary", not "two times"
     if any(math.isclose(s, v, rel_tol=1e-6, abs_tol=1e-9) for s in q.values for v in source.exact):
         return True
     # A plain number of a formula the statement writes out of it ("(1+ε)" in "L = (1+ε) n^{1/2}"); not a
@@ -270,6 +388,9 @@ def matches(q: Quantity, source: Values, rel: float) -> bool:
     # A source value rounded ("2.7x" from 2.65x, "99%" from 99.15%), never the other way round, and only a
     # little ("1%" is not 1.3%); compared as written, so "1%" is not a rounded 0.98 (98%).
     tol = 0.5 * 10 ** -q.decimals + 1e-9
+    if q.unit == "%" and any(0 < v < 1 and _decimals(v * 100) > q.decimals and abs(q.value - v * 100) <= tol
+                             for v in source.written):
+        return True  # "33%" rounds "a third", "67%" "two thirds"
     return any(_decimals(v) > q.decimals and abs(q.value - v) <= min(tol, rel * abs(v)) for v in source.written)
 
 
@@ -355,7 +476,7 @@ def canonical(expr: str) -> tuple[str, ...]:
                lambda m: _GREEK.get(m.group(2), "ε" if m.group(2) == "eps" else m.group(2)), s)
     s = s.replace("ϵ", "ε").replace("{", "(").replace("}", ")").replace("[", "(").replace("]", ")")
     s = re.sub(r"[×·*~\s]|\\[,;!: ]", "", s)
-    return tuple(_simplify(_FORMULA_TOKEN.findall(s)))
+    return tuple(_reciprocals(_simplify(_FORMULA_TOKEN.findall(s))))
 
 
 def _number_token(v: Fraction | float) -> str:
@@ -418,6 +539,58 @@ def _simplify(tokens: list[str]) -> list[str]:
         for i in range(len(out)):
             if re.fullmatch(r"\d+\.\d+|\d+", out[i]) and out[i] != _number_token(float(out[i])):
                 out[i] = _number_token(float(out[i]))
+    return out
+
+
+_NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
+_AFTER_TERM = {")", "+", "-", ",", "/", "|"}
+
+
+def _is_atom(token: str) -> bool:
+    """One symbol a power may apply to: a letter or a Greek letter (not a function name such as log)."""
+    return len(token) == 1 and (token.isalpha() or token == "ε")
+
+
+def _reciprocals(tokens: list[str]) -> list[str]:
+    """Division by a symbol written as a negative power, so 1/T^2 = T^{-2}, 1/√p = p^{-1/2}, n/T = n T^{-1}:
+    "1", "/", "T", "^", "2" → "T", "^", "-2". Only a letter or a parenthesised group with an optional numeric
+    power that ends a term is rewritten ("1/T log T" is left alone); numeric denominators stay (1/2)."""
+    out = list(tokens)
+    for i in range(len(out) - 2):  # "^", "-", "2" → "^", "-2"
+        if out[i] == "^" and out[i + 1] == "-" and _NUMERIC.fullmatch(out[i + 2]):
+            out[i + 1:i + 3] = ["-" + out[i + 2]]
+            if i + 3 >= len(out):
+                break
+    changed = True
+    while changed:
+        changed = False
+        for i, t in enumerate(out):
+            if t != "/" or i + 1 >= len(out):
+                continue
+            j = i + 1
+            if _is_atom(out[j]):
+                end = j + 1
+            elif out[j] == "(":
+                end = _closing(out, j) + 1
+            else:
+                continue
+            power = Fraction(1)
+            if end + 1 < len(out) and out[end] == "^" and _NUMERIC.fullmatch(out[end + 1]):
+                power, end_all = Fraction(out[end + 1]), end + 2
+            else:
+                end_all = end
+            if end_all < len(out) and out[end_all] not in _AFTER_TERM:
+                continue
+            base = out[j:end]
+            inner = base[1:-1] if base[0] == "(" else []
+            if len(inner) == 3 and _is_atom(inner[0]) and inner[1] == "^" and _NUMERIC.fullmatch(inner[2]):
+                base, power = [inner[0]], power * Fraction(inner[2])  # 1/(√T) = T^{-1/2}
+            start = i
+            if i >= 1 and out[i - 1] == "1" and (i == 1 or out[i - 2] in {"(", "+", "-", ",", "/"}):
+                start = i - 1  # the "1" of 1/T goes
+            out[start:end_all] = base + ["^", _number_token(-power)]
+            changed = True
+            break
     return out
 
 
