@@ -329,3 +329,10 @@ def test_canonical_reciprocals() -> None:
     assert notation.canonical("1/\\sqrt{x}") == notation.canonical("x^{-1/2}") == notation.canonical("1/sqrt(x)")
     assert notation.canonical("O(1/T)") != notation.canonical("O(1/T^2)")
     assert notation.canonical("1/2") == ("1", "/", "2")  # numbers stay a fraction
+
+
+def test_ordinals_and_rates_are_no_durations_to_check() -> None:
+    abstract = "The detector is refined by a cascade. Its recall is 91% on the street scenes."
+    assert check_against(abstract, "A second stage of the cascade refines the detector, with a recall of 91%.") == []
+    assert check_against(abstract, "The cascade refines the detector once a day to a recall of 91%.") == []
+    assert check_against(abstract, "Each stage takes 30 seconds and refines the detector to 91% recall.")

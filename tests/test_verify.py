@@ -168,3 +168,12 @@ def test_a_statement_is_checked_against_all_the_papers_it_cites(evidence: Eviden
     out = verify(Generation("EPPO and FedGMT both need 8K training samples [1][2].", [hit(0), hit(1), hit(2)]),
                  evidence)
     assert not out.statements[0].supported and "8K" in out.statements[0].why  # Video-MTR's number, not cited
+
+
+def test_a_number_in_words_or_another_unit_is_supported_and_a_changed_one_is_not(evidence: EvidenceIndex) -> None:
+    _, st = one(evidence, "Video-MTR needs only eight thousand training samples [1].", hit(2))
+    assert st.supported, st.why
+    for changed, shown in (("Video-MTR needs only eight hundred training samples [1].", "eight hundred"),
+                           ("Video-MTR needs only 8 training samples [1].", "8")):
+        _, st = one(evidence, changed, hit(2))
+        assert not st.supported and f"{shown} not in the abstract" in st.why, (changed, st.why)

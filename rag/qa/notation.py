@@ -269,6 +269,8 @@ def _durations(text: str) -> list[tuple[int, int, Quantity]]:
             if "half" in w or "quarter" in w:
                 value = 0.5 if "half" in w else 0.25  # half an hour, a quarter of a second
             elif w in {"a", "an"}:
+                if unit.lower() == "second":
+                    continue  # "a second stage" is an ordinal
                 value = 1.0
             else:
                 parts = w.split("-")
@@ -374,6 +376,8 @@ def _duration_matches(q: Quantity, source: Values, rel: float) -> bool:
 def matches(q: Quantity, source: Values, rel: float) -> bool:
     if q.seconds is not None and source.timed:
         return _duration_matches(q, source, rel)
+    if q.seconds is not None and q.value == 1 and not q.text[:1].isdigit():
+        return True  # "twice a day", "within an hour": a statement's "one" is checked only against durations
     if not q.unit and q.value in source.counts:
         return True  # "two classes" for "binary", not "two times"
     if any(math.isclose(s, v, rel_tol=1e-6, abs_tol=1e-9) for s in q.values for v in source.exact):
