@@ -3,11 +3,13 @@
     python -m bench.claims [--pairs PATH | --heldout] [--out reports/claims.json] [--misses]
     python -m bench.claims --own-sentences [PATH ...]
 
-With no ``--pairs`` it scores the three labelled sets side by side: ``evals/sets/claims.jsonl`` (dev: the rules of
+With no ``--pairs`` it scores three labelled sets side by side: ``evals/sets/claims.jsonl`` (dev: the rules of
 ``rag.qa.claims`` were tuned while looking at it), ``evals/sets/claims_heldout.jsonl`` (first held-out set: held out
-for the first version of the rules, then used as development data for the second, so now "dev 2") and
-``evals/sets/claims_heldout2.jsonl`` (held out: written and committed before the second version of the rules and
-never used to adjust them); ``--heldout`` scores the held-out set alone and ``--pairs PATH`` any file of the same
+for the first version of the rules, then used as development data, so now "dev 2") and
+``evals/sets/claims_heldout4.jsonl`` (held out: written blind to ``rag/qa`` and committed before the third version's
+number forms landed; scored once per version, never used to adjust the rules). ``claims_heldout2.jsonl`` and
+``claims_heldout3.jsonl`` were held out in their turn and are development data now (score them with ``--pairs``).
+``--heldout`` scores the held-out set alone and ``--pairs PATH`` any file of the same
 format. Each pair (built and labelled as evals/sets/README.md describes)
 goes through ``rag.qa.verify.verify`` exactly as a model's answer would: the statement with a ``[1]`` marker,
 the abstract as the only source, the bundled embedding model, idf over that file's abstracts. Reported for "unsupported"
@@ -53,7 +55,7 @@ log = logging.getLogger(__name__)
 
 PAIRS = SETS_DIR / "claims.jsonl"
 DEV2 = SETS_DIR / "claims_heldout.jsonl"  # held out for the first rules, development data for the second
-HELDOUT = SETS_DIR / "claims_heldout2.jsonl"
+HELDOUT = SETS_DIR / "claims_heldout4.jsonl"  # the blind set; heldout2 and heldout3 are spent
 # The two statements issue 19 quotes: both must come back unsupported.
 EPPO = ("EPPO rewards the increase in energy loss in the first layer [1].",
         "EPPO does not mitigate reward hacking [1].")
@@ -147,7 +149,7 @@ def print_side_by_side(dev: dict[str, Any], dev2: dict[str, Any], held: dict[str
     reports = (dev, dev2, held)
     print(f"dev      = {dev['set']}: {dev['pairs']} pairs, the rules were tuned on it")
     print(f"dev 2    = {dev2['set']}: {dev2['pairs']} pairs, held out for the first rules, tuned on for these")
-    print(f"held-out = {held['set']}: {held['pairs']} pairs, the rules never saw it")
+    print(f"held-out = {held['set']}: {held['pairs']} pairs, written blind, never used to adjust the rules")
     print(f"{'':26}{'verifier':>33}{'claim checks only':>33}")
     print(f"{'':26}" + f"{'dev':>11}{'dev 2':>11}{'held-out':>11}" * 2)
 
