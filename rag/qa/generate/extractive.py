@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag import contribution
+from rag.index.lexical import paper_text
 from rag.qa.evidence import (
     EvidenceIndex,
     PaperEvidence,
@@ -188,9 +189,9 @@ def _display_label(hit: PaperHit) -> str:
 
 
 def _paper_texts(hit: PaperHit) -> list[str]:
-    """What a cited paper says about itself: abstract, title, label, authors, categories."""
-    p = hit.paper
-    return [p.abstract, p.title or "", p.label or "", " ".join(p.authors), " ".join(p.categories)]
+    """What a cited paper says about itself: what BM25 reads of it (title, authors, categories, abstract) and the
+    label it is shown by."""
+    return [paper_text(hit.paper), hit.paper.label or ""]
 
 
 def _missing_note(missing: list[SpecificTerm], closest: list[PaperHit]) -> str:

@@ -16,11 +16,11 @@ when each of its parts is.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from rag.analysis import fold
 from rag.qa.evidence import ENTITY, question_stopterms
 
 # A word, hyphenated or dashed pieces included ("Prox-SVRG", "English-German", "rank-1").
@@ -38,14 +38,9 @@ class SpecificTerm:
     parts: tuple[str, ...]
 
 
-def _fold(text: str) -> str:
-    """Lower case without accents: "Döring" → "doring"."""
-    return "".join(c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c))
-
-
 def _parts(text: str) -> tuple[str, ...]:
     out = []
-    for piece in _PARTS.split(_fold(text)):
+    for piece in _PARTS.split(fold(text)):
         key = re.sub(r"[^0-9a-z]", "", piece)
         if key:
             out.append(key)
@@ -87,7 +82,7 @@ class TextWords:
 def text_words(text: str) -> TextWords:
     keys: set[str] = set()
     seq: list[str] = []
-    for m in _WORD.finditer(_fold(text)):
+    for m in _WORD.finditer(fold(text)):
         word = m.group(0)
         pieces = [p for p in re.split(r"['\u2019.\-\u2010-\u2015]", word) if p]
         keys.update(pieces)
