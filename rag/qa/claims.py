@@ -151,7 +151,7 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
      (r"subsets?", r"handful", r"portions?", r"fractions?", r"partial", r"partially")),
 )
 # Two-word verbs read as one word: "rules out", "breaks down".
-_PHRASAL = re.compile(r"\b(rul(?:e|es|ed|ing)|break(?:s|ing)?|broke)\s+(out|down)\b")
+_PHRASAL = re.compile(r"\b(?:rul(?:e|es|ed|ing)\s+out|(?:break(?:s|ing)?|broke)\s+down)\b")
 # "rewards" is a direction as a verb ("EPPO rewards the increase") and no direction as a noun ("computing
 # rewards, which…"); it counts only when an object follows. (An increase or a drop is a direction either way.)
 _NOUN_TOO = {"rewards"}
@@ -194,8 +194,7 @@ def _terms(surface: str) -> frozenset[str]:
 def words(text: str) -> tuple[Word, ...]:
     """The text's words, lower-cased, with their analysed terms and clause marks; "doesn't" → "does", "not"."""
     text = text.replace("\u2019", "'").casefold()
-    text = _PHRASAL.sub(lambda m: f"{m.group(1)}-{m.group(2)}" if (m.group(2) == "out") == m.group(1).startswith("rul")
-                        else m.group(0), text)
+    text = _PHRASAL.sub(lambda m: "-".join(m.group(0).split()), text)
     out: list[Word] = []
     for w in _TOKEN.findall(text):
         if w in _BOUNDARY:
@@ -680,8 +679,8 @@ def _denied_synonyms(ws: Sequence[Word], source: Source, ev: int) -> list[str]:
     for j, w in enumerate(ws):
         if not _negated(ws, j) or not _as_verb(ws, j):
             continue
+        around = _context(ws, j, wide)
         for pi, side in _poles_of(w.surface):
-            around = _context(ws, j, wide)
             asserted, other, where = 0, 0, None
             for their_side, pos in source.poles.get(pi, ()):
                 sw = source.words[pos[0]]

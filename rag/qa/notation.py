@@ -132,8 +132,8 @@ def _digit_quantities(text: str) -> list[Quantity]:
                 q = Quantity(q.text, "", v, decimals, q.values | {scaled})
             else:
                 q = Quantity(q.text, "", scaled, 0, frozenset({scaled}))
-        elif kind == "x" and v and _REDUCTION.match(text, m.end()):
-            q = Quantity(q.text, "x", v, decimals, q.values | {round(1 / v, 9)})
+        elif kind == "x" and _REDUCTION.match(text, m.end()):
+            q = _with_reciprocal(q)
         out.append(q)
     return out
 
@@ -171,12 +171,14 @@ def _word_parts(text: str) -> list[str]:
     return out
 
 
+def _with_reciprocal(q: Quantity) -> Quantity:
+    """A multiplier of a reduction ("four times less", "10x faster") also equals the fraction it leaves (0.25, 0.1)."""
+    return Quantity(q.text, q.unit, q.value, q.decimals, q.values | {round(1 / q.value, 9)}) if q.value else q
+
+
 def _reduced(q: Quantity, parts: Sequence[str], j: int) -> Quantity:
-    """A multiplier followed by a reduction word ("four times less", "two orders of magnitude smaller") also
-    equals the fraction it leaves (0.25, 0.01)."""
-    if j < len(parts) and q.value and _REDUCTION.fullmatch(parts[j]):
-        return Quantity(q.text, q.unit, q.value, q.decimals, q.values | {round(1 / q.value, 9)})
-    return q
+    """``q`` with its reciprocal when a reduction word follows it ("two orders of magnitude smaller")."""
+    return _with_reciprocal(q) if j < len(parts) and _REDUCTION.fullmatch(parts[j]) else q
 
 
 def _word_quantities(text: str, source: bool) -> list[Quantity]:
