@@ -291,10 +291,10 @@ def test_serve_api_mounts_the_app_beside_the_api_and_refuses_an_open_bind(served
         web.serve(get_settings(home=tmp_path), host="0.0.0.0", port=free_port(), api=True)
     settings = served.rt.settings
     port = free_port()
-    from rag.qa.chain import AnswerChain
+    from ui.library import Library
 
-    chain = AnswerChain(served.rt, settings)  # as `serve --api` does: one chain for the app and the API
-    asgi = web.mount_with_api(web.build_app(served.rt, settings, chain), served.rt, settings, chain)
+    lib = Library.open(served.rt, settings)  # as `serve --api` does: one answer chain for the app and the API
+    asgi = web.mount_with_api(web.build_app(served.rt, settings, lib.chain), lib, settings)
     server = uvicorn.Server(uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -473,15 +473,13 @@ def launch(app: gr.Blocks, settings: Settings, block: bool = True, **overrides: 
     return app
 
 
-def mount_with_api(app: gr.Blocks, runtime: Runtime, settings: Settings, chain: AnswerChain | None = None) -> Any:
-    """The HTTP API (``ui.api``, under /v1) with the Gradio app mounted at / in one ASGI app, with the same safe
-    launch defaults as ``launch``: one process, so an embedded store serves both (and, given the app's ``chain``,
-    one answer chain with its caches)."""
+def mount_with_api(app: gr.Blocks, lib: library.Library, settings: Settings) -> Any:
+    """The HTTP API (``ui.api``, under /v1) over ``lib`` with the Gradio app mounted at / in one ASGI app, with the
+    same safe launch defaults as ``launch``: one process, so an embedded store (and, when the app was built with
+    ``lib.chain``, one answer chain with its caches) serves both."""
     from ui.api import BodyLimit, create_app
-    from ui.library import Library
 
     kw = launch_kwargs(settings)
-    lib = Library(runtime, chain) if chain is not None else Library.open(runtime, settings)
     api = create_app(lib, settings)
     app.queue(**queue_kwargs(settings))
     gr.mount_gradio_app(api, app, path="/", server_name=kw["server_name"], server_port=kw["server_port"],
@@ -508,14 +506,14 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None, 
         report = services.ensure_sample(runtime, SAMPLE_DIR)
         if report is not None:
             log.warning("sample corpus: %s", report.summary())
-        chain = AnswerChain(runtime, settings)
-        app = build_app(runtime, settings, chain)
+        lib = library.Library.open(runtime, settings)
+        app = build_app(runtime, settings, lib.chain)
         log.warning("paperchat on http://%s:%d (Ctrl-C stops it)", settings.ui.host, settings.ui.port)
         if api:
             import uvicorn
 
             log.warning("paperchat API on http://%s:%d/v1", settings.ui.host, settings.ui.port)
-            uvicorn.run(mount_with_api(app, runtime, settings, chain), host=settings.ui.host, port=settings.ui.port,
+            uvicorn.run(mount_with_api(app, lib, settings), host=settings.ui.host, port=settings.ui.port,
                         log_level="warning", access_log=False)
         else:
             launch(app, settings, block=True)
