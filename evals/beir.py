@@ -113,16 +113,25 @@ def evaluate(root: Path, settings: Settings, systems: dict[str, dict[str, Any]] 
 
 def retriever_for(rt: Any, opts: dict[str, Any], embedder: Any = None) -> Any:
     """A Retriever on ``rt``'s store for system options: ``mode`` plus RetrievalSettings overrides; it embeds
-    queries with ``embedder`` (default ``rt``'s)."""
+    queries with ``embedder`` (default ``rt``'s). ``retriever`` names a Retriever subclass as ``module:Class``
+    (variants under study, e.g. bench/retrieval_ideas.py)."""
+    import importlib
+
     from rag.qa.retrieval import Retriever
 
     opts = dict(opts)
     mode = opts.pop("mode", "hybrid")
+    cls: Any = Retriever
+    if "retriever" in opts:
+        module, _, name = str(opts.pop("retriever")).partition(":")
+        cls = getattr(importlib.import_module(module), name, None)
+        if not (isinstance(cls, type) and issubclass(cls, Retriever)):
+            raise InputError(f"retriever {module}:{name} is not a Retriever subclass")
     unknown = sorted(set(opts) - set(type(rt.settings.retrieval).model_fields))
     if unknown:
         raise InputError(f"unknown retrieval setting(s) {unknown}")
     cfg = rt.settings.retrieval.model_copy(update=opts)
-    return Retriever(rt.store, embedder or rt.embedder, rt.lexical, cfg, mode=mode)
+    return cls(rt.store, embedder or rt.embedder, rt.lexical, cfg, mode=mode)
 
 
 class _Swappable:
