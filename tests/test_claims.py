@@ -336,3 +336,68 @@ def test_ordinals_and_rates_are_no_durations_to_check() -> None:
     assert check_against(abstract, "A second stage of the cascade refines the detector, with a recall of 91%.") == []
     assert check_against(abstract, "The cascade refines the detector once a day to a recall of 91%.") == []
     assert check_against(abstract, "Each stage takes 30 seconds and refines the detector to 91% recall.")
+
+
+@pytest.mark.parametrize(("abstract", "faithful", "changed"), [
+    # a list of number words is a list, not one sum ("two, four and eight" is not 14)
+    ("The scheduler was run with 2, 4 and 8 workers.", "The scheduler was run with two, four and eight workers.",
+     "The scheduler was run with two, four and nine workers."),
+    # a root of a number is one constant: 3√2 is 4.24, not the numbers 3 and 2
+    ("The cost is at most $3\\sqrt{2}$ times the optimum.", "The cost is at most about 4.24 times the optimum.",
+     "The cost is at most three times the optimum."),
+    # a multiplier equals a multiplier of the source, not a count with the same value
+    ("The model runs on 4 GPUs and trains 3 times faster than the baseline.",
+     "The model trains three-fold faster than the baseline on four GPUs.",
+     "The model trains four times faster than the baseline."),
+    ("Pruning shrinks the network by a factor of 5 on 2 datasets.", "Pruning shrinks the network 5x on two datasets.",
+     "Pruning shrinks the network 2x on two datasets."),
+    ("Recall holds on 10-times longer inputs.", "Recall holds on inputs ten times longer.",
+     "Recall holds on inputs twenty times longer."),
+])
+def test_number_lists_roots_and_multipliers(abstract: str, faithful: str, changed: str) -> None:
+    assert check_against(abstract, faithful) == [], faithful
+    reasons = check_against(abstract, changed)
+    assert any("not in the abstract" in r for r in reasons), (changed, reasons)
+
+
+@pytest.mark.parametrize(("abstract", "faithful", "changed"), [
+    # grouping braces and \bigl( … \bigr) do not change a formula
+    ("Learning needs $\\Theta\\bigl({n}/{\\delta^2}\\bigr)$ queries.",
+     "Learning needs $\\Theta(n\\delta^{-2})$ queries.",
+     "Learning needs $\\Theta(n\\delta^{-3})$ queries."),
+    ("It uses $O({m^2(\\log n)}/{\\gamma})$ memory.", "It uses $O(m^2\\log n/\\gamma)$ memory.",
+     "It uses $O(m^3\\log n/\\gamma)$ memory."),
+    # a root in words is a power
+    ("The step size is $1/\\sqrt{t}$ and the batch grows as $\\sqrt{t}$.",
+     "The batch grows as the square root of t.", "The batch grows as the cube root of t."),
+    # a bound on a symbol is a formula: its number goes with it
+    ("The result holds for $d \\geq 3$ dimensions and 2 classes.", "The result holds for $d\\ge 3$ dimensions.",
+     "The result holds for $d\\geq 2$ dimensions."),
+])
+def test_formula_grouping_roots_in_words_and_bounds(abstract: str, faithful: str, changed: str) -> None:
+    assert check_against(abstract, faithful) == [], faithful
+    assert any("not in the abstract" in r for r in check_against(abstract, changed)), changed
+
+
+def test_an_exponent_in_words_is_the_formula_s() -> None:
+    abstract = "The regret of the online learner is $O(T^{3/4})$."
+    assert check_against(abstract, "The regret grows as T to the power three-quarters.") == []
+    assert check_against(abstract, "The regret grows as T to the power two-thirds.")
+
+
+def test_loose_drops_only_grouping_parentheses() -> None:
+    assert notation.loose(notation.canonical("O((dk)/(\\epsilon^2))")) == notation.loose(
+        notation.canonical("O(dk\\epsilon^{-2})"))
+    assert notation.loose(notation.canonical("((k/\\epsilon)^{3k+1})")) != notation.loose(
+        notation.canonical("k/\\epsilon^{3k+1}"))
+
+
+def test_math_glued_to_a_word_and_plural_or_gapped_acronyms() -> None:
+    abstract = ("The weights are bounded in$\\ell_2$ norm. We train convolutional neural networks for speech and "
+                "language tasks.")
+    assert check_against(abstract, "The weights are bounded in L2 norm.") == []
+    assert "L1" in " ".join(check_against(abstract, "The weights are bounded in L1 norm."))
+    assert check_against(abstract, "The CNNs are trained for SL tasks.") == []
+    assert check_against(abstract, "The RNNs are trained for SL tasks.")
+    assert check_against(abstract, "The CNNs are trained for SV tasks.")
+

@@ -346,16 +346,23 @@ def _parts(texts: Sequence[str]) -> list[tuple[str, bool]]:
     return out
 
 
+_LINKING = {"and", "of", "the", "for", "to", "in", "on", "with", "from", "by", "a", "an"}
+
+
 def _expands(acronym: str, parts: Sequence[tuple[str, bool]]) -> bool:
     """Consecutive source words spell ``acronym`` ("rl": reinforcement learning; "sota": state-of-the-art).
     Each word that starts a word must be long (4+ letters for a two-letter acronym), so two short words that
     happen to start with the right letters do not count."""
     n = len(acronym)
     least = 4 if n == 2 else 3
-    for i in range(len(parts) - n + 1):
-        window = parts[i:i + n]
-        if "".join(p[0] for p, _ in window) == acronym and all(inner or len(p) >= least for p, inner in window):
-            return True
+    # Acronyms skip the small words between the words they spell ("PU" for positive and unlabeled, "QA" for
+    # question answering, "MoE" spelled either way), so the words are also tried without them.
+    content = [(p, inner) for p, inner in parts if inner or p not in _LINKING]
+    for seq in (parts, content):
+        for i in range(len(seq) - n + 1):
+            window = seq[i:i + n]
+            if "".join(p[0] for p, _ in window) == acronym and all(inner or len(p) >= least for p, inner in window):
+                return True
     return False
 
 
@@ -460,7 +467,8 @@ def formula_reasons(statement: str, source: Source) -> tuple[list[str], str]:
         if not notation.checked(tokens):
             continue
         blanked = blanked[:a] + " " * (b - a) + blanked[b:]
-        if not any(notation.contains(f, tokens) for f in source.formulas):
+        if not any(notation.contains(f, tokens) for f in source.formulas) and not any(
+                notation.contains(notation.loose(f), notation.loose(tokens)) for f in source.formulas):
             bad.append(statement[a:b])
     return ([f"{', '.join(reversed(bad))} not in the abstract"] if bad else []), blanked
 
@@ -494,6 +502,8 @@ def name_reasons(statement: str, source: Source) -> list[str]:
                 continue  # math symbols ("χ²") are written many ways
             if t.isalpha() and 2 <= len(t) <= 6 and _expands(t, source.parts()):
                 continue
+            if t.isalpha() and 3 <= len(t) <= 7 and t.endswith("s") and _expands(t[:-1], source.parts()):
+                continue  # a plural acronym: "MDPs" for "Markov decision processes"
             missing.add(t)
     for m in re.finditer(r"[^\s,;:()\[\]]+", folded):
         word = m.group(0).rstrip(".")

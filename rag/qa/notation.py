@@ -27,9 +27,14 @@ _GREEK_NAME = {v: k.lower() for k, v in _GREEK.items() if not k.startswith("var"
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
 
 
+_GLUED_MATH = re.compile(r"(?<=[A-Za-z])(?=\$\\[A-Za-z])")  # a word, then math opening with a command
+
+
 def fold_symbols(text: str) -> str:
     """Math names as an answer writes them in words: ``$\\ell_1$`` → "l1", ``$L^2$`` → "L2", α → "alpha",
     ``\\infty`` → "inf"; the ``$``, braces, ``^`` and ``_`` go."""
+    # Math glued to the word before it ("within$\\ell_1$", a lost space) starts a word of its own.
+    text = _GLUED_MATH.sub(" ", text)
     s = unicodedata.normalize("NFKC", text.replace("\u2113", "l"))  # ℓ, and ² → 2
     s = re.sub(r"\\ell(?![A-Za-z])", "l", s)
     s = re.sub(r"\\(?:infty)(?![A-Za-z])|\u221e", "inf", s)
@@ -41,6 +46,16 @@ def fold_symbols(text: str) -> str:
 def _decimal(v: float) -> str:
     s = f"{v:.12f}".rstrip("0").rstrip(".")
     return s or "0"
+
+
+# A root of a number, with an optional factor: ``2\sqrt{2}``, "3√2" (a constant: 2.83, not the numbers 2 and 2).
+_NUMERIC_ROOT = re.compile(r"(?<![\w.^{/])(?:(\d+(?:\.\d+)?)\s*)?(?:\\sqrt\s*\{\s*(\d+(?:\.\d+)?)\s*\}|"
+                           r"\u221a\s*(\d+(?:\.\d+)?)(?![\d.]))(?![A-Za-z(\\{])")
+
+
+def _root_value(m: re.Match[str]) -> str:
+    factor = float(m.group(1)) if m.group(1) else 1.0
+    return _decimal(round(factor * math.sqrt(float(m.group(2) or m.group(3))), 6))
 
 
 def numeric_text(text: str) -> str:
@@ -58,6 +73,7 @@ def numeric_text(text: str) -> str:
         return _decimal(base * 10 ** int(m.group(2)))
 
     s = re.sub(r"(?<![\w.^])(?:(\d+(?:\.\d+)?)\s*[×x·]\s*)?10\s*\^\s*\{?\s*([-+]?\d{1,2})\s*\}?(?!\d|\.\d)", power, s)
+    s = _NUMERIC_ROOT.sub(_root_value, s)
     s = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([-+]?\d{1,2})(?!\w|\.\d)",
                lambda m: _decimal(float(m.group(1)) * 10 ** int(m.group(2))), s)
     s = re.sub(r"(?<![\w\d])×\s*(\d+(?:\.\d+)?)(?![\d.])", r"\1×", s)  # "×2" → "2×"
@@ -69,7 +85,7 @@ def numeric_text(text: str) -> str:
 _NUMBER = re.compile(
     r"(?<![\w.^_\\])(?<![A-Za-z]-)"  # not part of a name: CIFAR-10, x2, L2, n^2
     r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+)"
-    r"(?:\s?(%|per\s?cent(?:age)?(?:\s+points?)?|pp\b|×|x\b|times\b|-?fold\b|[kKMB]\b|thousand\b|million\b|"
+    r"(?:\s?(%|per\s?cent(?:age)?(?:\s+points?)?|pp\b|×|x\b|-?times\b|-?fold\b|[kKMB]\b|thousand\b|million\b|"
     r"billion\b|orders?\s+of\s+magnitude\b))?"
     r"(?![\d])")
 _UNITS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -111,6 +127,10 @@ def _quantity(text: str, value: float, unit: str, decimals: int = 0) -> Quantity
     return Quantity(text, unit, value, decimals, frozenset(round(v, 9) for v in vals))
 
 
+_FACTOR_OF = re.compile(r"\bfactors?\s+of\s+(?:(?:about|roughly|approximately|around|nearly|almost|up\s+to|"
+                        r"at\s+(?:least|most)|over|more\s+than|less\s+than)\s+)?$", re.IGNORECASE)
+
+
 def _digit_quantities(text: str) -> list[Quantity]:
     out: list[Quantity] = []
     for m in _NUMBER.finditer(text):
@@ -124,6 +144,8 @@ def _digit_quantities(text: str) -> list[Quantity]:
             out.append(_quantity(m.group(0), 10 ** v, "x"))
             continue
         kind = "%" if unit.startswith(("%", "per", "pp")) else "x" if unit in _TIMES else ""
+        if not unit and _FACTOR_OF.search(text, 0, m.start()):
+            kind = "x"  # "by a factor of 3" is 3×
         q = _quantity(m.group(0), v, kind, decimals)
         if unit in _SCALE:
             # "40K" is 40,000 only; "40 K" may be 40 of something named K, so it keeps 40 too.
@@ -131,7 +153,9 @@ def _digit_quantities(text: str) -> list[Quantity]:
             if " " in m.group(0) and unit in {"k", "m", "b"}:
                 q = Quantity(q.text, "", v, decimals, q.values | {scaled})
             else:
-                q = Quantity(q.text, "", scaled, 0, frozenset({scaled}))
+                # "40K times less": a scaled multiplier
+                times = "x" if re.match(r"[\s-]*(?:times\b|×|-?fold\b)", text[m.end():]) else ""
+                q = Quantity(q.text, times, scaled, 0, frozenset({scaled}))
         elif kind == "x" and _REDUCTION.match(text, m.end()):
             q = _with_reciprocal(q)
         out.append(q)
@@ -141,18 +165,27 @@ def _digit_quantities(text: str) -> list[Quantity]:
 def _cardinal(parts: Sequence[str], i: int) -> tuple[float, int] | None:
     """A number written in words from ``parts[i]`` ("twenty five", "one hundred", "fifty"): (value, words used)."""
     total, current, j = 0.0, 0.0, i
+    last = ""  # what the previous word was: "unit" (0-19), "tens" (20-90), "scale" or "and"
     while j < len(parts):
         p = parts[j]
         if p in _UNITS:
-            current += _UNITS[p]
+            v = _UNITS[p]
+            # A unit follows only tens ("twenty five") or a scale ("hundred and five"): "three, five and nine"
+            # is a list of three numbers, not 17.
+            if last == "unit" or last == "tens" and not 0 < v < 10 or v >= 20 and last == "tens":
+                break
+            current += v
+            last = "tens" if v >= 20 else "unit"
         elif j == i and p in {"a", "an"} and j + 1 < len(parts) and parts[j + 1] in _SCALES:
             current = 1  # "a hundred", "a dozen", "a million"
+            last = "unit"
         elif p in _SCALES and (current or j > i):
             current = max(current, 1) * _SCALES[p]
             if _SCALES[p] >= 1000:
                 total, current = total + current, 0.0
-        elif p == "and" and j > i and j + 1 < len(parts) and parts[j + 1] in _UNITS:
-            pass
+            last = "scale"
+        elif p == "and" and last == "scale" and j + 1 < len(parts) and parts[j + 1] in _UNITS:
+            last = "and"
         else:
             break
         j += 1
@@ -232,7 +265,8 @@ def _word_quantities(text: str, source: bool) -> list[Quantity]:
                 out.append(_reduced(_quantity(f"{written} orders of magnitude", 10 ** value, "x"), parts, j + 3))
                 j += 3
             elif source or written != "one":
-                out.append(_quantity(written, value, ""))
+                factor = _FACTOR_OF.search(" ".join(parts[max(0, i - 4):i]) + " ")
+                out.append(_quantity(written, value, "x" if factor else ""))
             i = j
         else:
             if source and p in _SOURCE_ONLY:
@@ -318,6 +352,8 @@ class Values:
     exact: set[float] = field(default_factory=set)
     written: set[float] = field(default_factory=set)
     percents: set[float] = field(default_factory=set)  # percentages as written (18.6 for 18.6%)
+    times: set[float] = field(default_factory=set)  # multipliers ("3×", "three-fold", "a factor of 3", "twice")
+    strict_times: bool = False  # a statement's multiplier must match one of ``times`` (values stated, not derived)
     in_formulas: set[float] = field(default_factory=set)  # plain numbers inside formulas ("1" of (1+ε)√n)
     durations: set[float] = field(default_factory=set)  # in seconds
     counts: set[float] = field(default_factory=set)  # counts said by a word ("both", "binary"): counts only
@@ -327,10 +363,12 @@ class Values:
 def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
     """Every value the sources state and the differences and ratios of like values stated together in one
     sentence (those a statement may derive: "from 60% to 70%" → "10 points")."""
-    stated, derived = Values(), Values()
+    stated, derived = Values(strict_times=True), Values()
     for s in texts:
         qs = quantities(blank_formulas(s), source=True)
         stated.in_formulas |= {q.value for q in quantities(s, source=True) if not q.unit}
+        # A formula's numeric exponents too: T^{2/3} is "T to the power two-thirds".
+        stated.in_formulas |= {float(t) for _, _, f in formula_spans(s) for t in _exponents(canonical(f))}
         for q in qs:
             if q.text.casefold() in _SOURCE_ONLY:
                 stated.counts.add(q.value)
@@ -339,6 +377,8 @@ def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
             stated.written.add(q.value)
             if q.unit == "%":
                 stated.percents.add(q.value)
+            if q.unit == "x":
+                stated.times |= q.values
             if q.seconds is not None:
                 stated.durations.add(q.seconds)
         times = [q.seconds for q in qs if q.seconds is not None][:12]
@@ -382,11 +422,15 @@ def matches(q: Quantity, source: Values, rel: float) -> bool:
         return True  # "twice a day", "within an hour": a statement's "one" is checked only against durations
     if not q.unit and q.value in source.counts:
         return True  # "two classes" for "binary", not "two times"
-    if any(math.isclose(s, v, rel_tol=1e-6, abs_tol=1e-9) for s in q.values for v in source.exact):
+    # A multiplier ("three times", "3×") equals a multiplier of the source, not a count that happens to have its
+    # value ("Mach 3", "3 levels"); a ratio of two source values (``derived``) has no unit and may be one.
+    strict = q.unit == "x" and source.strict_times
+    pool = source.times if strict else source.exact
+    if any(math.isclose(s, v, rel_tol=1e-6, abs_tol=1e-9) for s in q.values for v in pool):
         return True
     # A plain number of a formula the statement writes out of it ("(1+ε)" in "L = (1+ε) n^{1/2}"); not a
     # multiplier or a percentage ("3-fold" is not the 3 of T^{2/3}).
-    if not q.unit and q.value in source.in_formulas:
+    if not q.unit and any(math.isclose(q.value, v, rel_tol=1e-9, abs_tol=6e-5) for v in source.in_formulas):
         return True
     # A fraction quotes a percentage ("a tenth", 0.1 for 10%), not a count: 0.01 is not the "1" of "rank-1".
     if not q.unit and 0 < q.value < 1 and any(math.isclose(q.value * 100, v, rel_tol=0.015) for v in source.percents):
@@ -397,7 +441,13 @@ def matches(q: Quantity, source: Values, rel: float) -> bool:
     if q.unit == "%" and any(0 < v < 1 and _decimals(v * 100) > q.decimals and abs(q.value - v * 100) <= tol
                              for v in source.written):
         return True  # "33%" rounds "a third", "67%" "two thirds"
-    return any(_decimals(v) > q.decimals and abs(q.value - v) <= min(tol, rel * abs(v)) for v in source.written)
+    return any(_decimals(v) > q.decimals and abs(q.value - v) <= min(tol, rel * abs(v))
+               for v in (source.times if strict else source.written))
+
+
+def _exponents(tokens: Sequence[str]) -> list[str]:
+    """The numeric exponents of a canonical formula ("T", "^", "0.6667" → "0.6667")."""
+    return [tokens[i + 1] for i in range(len(tokens) - 1) if tokens[i] == "^" and _NUMERIC.fullmatch(tokens[i + 1])]
 
 
 def _decimals(v: float) -> int:
@@ -457,6 +507,12 @@ def _groups(s: str, command: str, n: int) -> str:
         i = j
 
 
+_ROOT_DEGREE = {"square": 2, "cube": 3, "cubic": 3, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "eighth": 8}
+# "the fourth root of K", "square root of $n$": a power written in words.
+_ROOT_WORDS = re.compile(r"\b(" + "|".join(_ROOT_DEGREE) + r")\s+root\s+of\s+(?:the\s+)?\$?\s*([A-Za-z])\s*\$?(?!\w)",
+                         re.IGNORECASE)
+
+
 def canonical(expr: str) -> tuple[str, ...]:
     """A formula as tokens that read the same however it was written: LaTeX or Unicode or plain text,
     ``\\widetilde{O}`` = Õ = O, ``\\sqrt{n}`` = √n = n^{1/2}, n² = n^2, exponents evaluated (5/8 → 0.625),
@@ -468,8 +524,11 @@ def canonical(expr: str) -> tuple[str, ...]:
     prev = None
     while prev != s:
         prev, s = s, _DECORATION.sub(r"\1", s)
-    s = re.sub(r"\\(?:tilde|widetilde|hat|widehat|bar|mathcal|operatorname|left|right|big|Big|bigg|Bigg)"
+    s = re.sub(r"\\(?:tilde|widetilde|hat|widehat|bar|mathcal|operatorname|left|right|(?:big|Big|bigg|Bigg)[lrm]?)"
                r"(?![A-Za-z])", "", s)
+    s = re.sub(r"\\(?:geq?|geqslant)(?![A-Za-z])|>=", "≥", s)
+    s = re.sub(r"\\(?:leq?|leqslant)(?![A-Za-z])|<=", "≤", s)
+    s = _ROOT_WORDS.sub(lambda m: f"({m.group(2)})^(1/{_ROOT_DEGREE[m.group(1).casefold()]})", s)
     s = re.sub(r"\\l(ceil|floor)(?![A-Za-z])", r" \1(", s)
     s = re.sub(r"\\r(?:ceil|floor)(?![A-Za-z])", ")", s)
     s = s.replace("⌈", " ceil(").replace("⌉", ")").replace("⌊", " floor(").replace("⌋", ")")
@@ -608,6 +667,9 @@ def formula_spans(text: str) -> list[tuple[int, int, str]]:
     def free(a: int, b: int) -> bool:
         return not any(a < e and s < b for s, e, _ in spans)
 
+    for m in _ROOT_WORDS.finditer(text):
+        if free(m.start(), m.end()):
+            spans.append((m.start(), m.end(), m.group(0)))
     for m in _PLAIN_HEAD.finditer(text):
         end = _balanced(text, m.end() - 1)
         if free(m.start(), end):
@@ -630,7 +692,31 @@ def checked(tokens: Sequence[str]) -> bool:
     """A formula worth checking: an asymptotic head or a power with a letter in it (a bare number or a symbol
     name like ``$\\ell_1$`` is left to the number and name rules)."""
     letters = any(t.isalpha() or t in _GREEK_NAME or t == "ε" for t in tokens)
-    return letters and (any(t in _HEADS for t in tokens) or "^" in tokens)
+    # An inequality on a symbol ("p ≥ 4", "k < 10") bounds it: its number is the formula's, checked with it.
+    bound = any(t in _RELATIONS for t in tokens) and any(_NUMERIC.fullmatch(t) for t in tokens)
+    return letters and (any(t in _HEADS for t in tokens) or "^" in tokens or bound)
+
+
+_RELATIONS = {"\u2265", "\u2264", "<", ">"}
+
+
+def _grouping(tokens: Sequence[str], i: int) -> bool:
+    """The parenthesis at ``i`` only groups: it holds no head's or function's argument, no exponent, and takes no
+    power."""
+    if i and (tokens[i - 1] in _HEADS or tokens[i - 1] == "^" or len(tokens[i - 1]) > 1 and tokens[i - 1].isalpha()):
+        return False
+    end = _closing(tokens, i)
+    return not (end + 1 < len(tokens) and tokens[end + 1] == "^")
+
+
+def loose(tokens: Sequence[str]) -> tuple[str, ...]:
+    """``tokens`` without parentheses that only group ("O((dk)/(ε^2))" reads as "O(dk ε^-2)"), so two
+    writings that bracket a product differently compare; a head's argument and a powered group keep theirs."""
+    drop: set[int] = set()
+    for i, t in enumerate(tokens):
+        if t == "(" and _grouping(tokens, i):
+            drop |= {i, _closing(tokens, i)}
+    return tuple(t for i, t in enumerate(tokens) if i not in drop)
 
 
 def contains(hay: Sequence[str], needle: Sequence[str]) -> bool:
