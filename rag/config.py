@@ -48,6 +48,10 @@ class StoreSettings(BaseModel):
                                       "or shown")
     cloud_url: str = Field("https://api.trychroma.com", description="Chroma Cloud API endpoint (cloud mode); change "
                            "it only for a test or a compatible gateway")
+    share_lexical: Literal["auto", "on", "off"] = Field(
+        "auto", description="share the BM25 index through the store (rag/index/shared_lexical.py): the process that "
+        "updates it publishes it to a side collection, and a host without one installs it instead of rebuilding; "
+        "auto = on for server and cloud modes, off for an embedded store")
 
     @field_validator("token", "api_key")
     @classmethod

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from rag.analysis import analyze
-from rag.index import filter_catalog
+from rag.index import filter_catalog, shared_lexical
 from rag.index.rows import FIRST_CHUNK, filter_fields, read_paper
 from rag.index.segments import NO_YEAR, Doc, Segment, write_json, year_of
 from rag.index.store import ChromaStore
@@ -163,6 +163,8 @@ class LexicalIndex:
         self._built_at: tuple[int, int] = (-1, -1)
         self._checked_at = -1e9  # time.monotonic() of the last state check
         self._lock = threading.Lock()
+        self._publisher = shared_lexical.Publisher(root, self._writer)
+        self._share_checked = False
 
     @staticmethod
     def for_store(home: Path, store: ChromaStore) -> LexicalIndex:
@@ -307,13 +309,40 @@ class LexicalIndex:
             self._checked_at = time.monotonic()
             if self._bm25 is not None and self._built_at == state:
                 return
+            before = self._manifest.get("commit")
             with self._writer():
-                if self._load_saved() and self._built_at == state:
-                    return
-                if self._bm25 is None:
-                    self._rebuild(store.iter_metadata(where=FIRST_CHUNK), state)
-                    return
-                self._catch_up(store, state)
+                self._follow(store, state)
+            if shared_lexical.enabled(store.settings) and (not self._share_checked
+                                                           or self._manifest.get("commit") != before):
+                self._share_checked = True  # once per process, then after each change: publish if not yet there
+                self._publisher.request(store)
+
+    def _follow(self, store: ChromaStore, state: tuple[int, int]) -> None:
+        if self._load_saved() and self._built_at == state:
+            return
+        if self._bm25 is None:
+            self._from_scratch(store, state)
+            return
+        self._catch_up(store, state)
+
+    def _from_scratch(self, store: ChromaStore, state: tuple[int, int]) -> None:
+        """No usable saved index (or one the store has left far behind): install the one another host published
+        (``rag.index.shared_lexical``) and catch up from it, else rebuild from the store."""
+        if shared_lexical.enabled(store.settings):
+            fetched = shared_lexical.fetch(store, self.root, {"format": FORMAT, "k1": self.k1, "b": self.b})
+            self._bm25, self._manifest = None, {}
+            if fetched is not None and self._load_saved():
+                if not fetched.same_collection:
+                    self._built_at = (-1, -1)  # published from an earlier collection of this name: diff it all
+                if self._built_at != state:
+                    self._catch_up(store, state, fetch=False)
+                return
+        self._rebuild(store.iter_metadata(where=FIRST_CHUNK), state)
+
+    def wait_shared(self, timeout: float | None = None) -> dict[str, Any] | None:
+        """Wait for the background publish of this index (if any) and return its report."""
+        self._publisher.wait(timeout)
+        return self._publisher.last
 
     def _load(self, state: tuple[int, int]) -> bool:
         """Load the saved index if it matches the store ``state`` (False, nothing loaded, otherwise)."""
@@ -463,8 +492,9 @@ class LexicalIndex:
         con.execute("CREATE TABLE IF NOT EXISTS lex(k TEXT PRIMARY KEY, v TEXT NOT NULL)")
         con.executemany("INSERT OR REPLACE INTO lex VALUES (?, ?)", ((k, json.dumps(v)) for k, v in manifest.items()))
 
-    def _catch_up(self, store: ChromaStore, state: tuple[int, int]) -> None:
-        """Apply the papers added, changed and deleted in the store since the loaded index."""
+    def _catch_up(self, store: ChromaStore, state: tuple[int, int], fetch: bool = True) -> None:
+        """Apply the papers added, changed and deleted in the store since the loaded index (more than half of
+        them changed: start from the published index, with ``fetch``, or rebuild)."""
         t0 = time.perf_counter()
         v = self._bm25
         assert v is not None
@@ -479,8 +509,11 @@ class LexicalIndex:
         wanted = {p: k for p, k in stored.items() if p not in have or have[p][2] != k}
         t_list = time.perf_counter() - t0
         if len(wanted) + len(removed) > 0.5 * max(len(stored), 1) and len(stored) > 1000:
-            log.info("lexical index: %d of %d papers changed; rebuilding instead", len(wanted), len(stored))
-            self._rebuild(store.iter_metadata(where=FIRST_CHUNK), state)
+            log.info("lexical index: %d of %d papers changed; starting again", len(wanted), len(stored))
+            if fetch:
+                self._from_scratch(store, state)
+            else:
+                self._rebuild(store.iter_metadata(where=FIRST_CHUNK), state)
             return
         rows = [md for md in first_rows(store, wanted) if filter_fields(md).version == wanted.get(md["paper_id"])]
         self._apply(removed, rows, state)
