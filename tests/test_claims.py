@@ -401,3 +401,12 @@ def test_math_glued_to_a_word_and_plural_or_gapped_acronyms() -> None:
     assert check_against(abstract, "The RNNs are trained for SL tasks.")
     assert check_against(abstract, "The CNNs are trained for SV tasks.")
 
+
+def test_a_macro_of_the_paper_s_own_matches_what_it_stands_for() -> None:
+    abstract = "The regret after $T$ rounds is $O(\\sqrt{T\\log\\nS})$ with $\\nS$ the number of states."
+    assert check_against(abstract, "The regret after T rounds is $O(\\sqrt{T\\log|S|})$.") == []
+    assert check_against(abstract, "The regret after T rounds is $O(T\\log|S|)$.")
+    # the macro does not stand for numbers or a formula's prefix: a changed factor is still caught
+    assert check_against(abstract, "The regret after T rounds is $O(\\sqrt{T\\log\\nS})$.") == []
+    assert check_against(abstract, "The regret after T rounds is $O(2\\sqrt{T\\log\\nS})$.")
+    assert check_against(abstract, "The regret after T rounds is $O(\\sqrt{\\log\\nS})$.")

@@ -513,6 +513,28 @@ _ROOT_WORDS = re.compile(r"\b(" + "|".join(_ROOT_DEGREE) + r")\s+root\s+of\s+(?:
                          re.IGNORECASE)
 
 
+# LaTeX math commands with a standard meaning (kept as their names); any other command is a macro the paper
+# defined for itself (``\nX`` for |X|, ``\R`` for the reals), which a statement cannot write the same way.
+_KNOWN_COMMANDS = {"log", "ln", "exp", "min", "max", "sup", "inf", "lim", "liminf", "limsup", "det", "sum", "prod",
+                   "int", "in", "notin", "mid", "to", "infty", "partial", "nabla", "ldots", "dots", "cdots", "top",
+                   "prime", "star", "ast", "pm", "mp", "approx", "sim", "simeq", "propto", "neq", "ne", "ll", "gg",
+                   "setminus", "cup", "cap", "subset", "subseteq", "forall", "exists", "rightarrow", "leftarrow",
+                   "Rightarrow", "mapsto", "langle", "rangle", "lVert", "rVert", "Vert", "vert", "lvert", "rvert",
+                   "quad", "qquad", "ell", "hbar", "emptyset", "polylog", "poly", "arg", "argmin", "argmax", "Pr",
+                   "mathbb", "mathbf", "mathrm", "ceil", "floor", "tr", "rank", "diag", "sign", "cos", "sin", "tan",
+                   "choose", "binom", "equiv", "circ", "otimes", "oplus", "wedge", "vee", "neg", "cdot", "times",
+                   "div", "le", "ge", "lesssim", "gtrsim", "asymp", "leq", "geq", "mathsf", "mathit", "bf",
+                   "rm", "it", "cal", "displaystyle", "textstyle", "limits", "nolimits", "over", "atop"}
+WILDCARD = "\u00a4"  # a paper's own macro in a source formula: it stands for some run of symbols
+
+
+def _command(m: re.Match[str]) -> str:
+    name = m.group(0)[1:]
+    if name in _GREEK:
+        return _GREEK[name]
+    return m.group(2) if m.group(2) in _KNOWN_COMMANDS or m.group(1) else f" {WILDCARD} "
+
+
 def canonical(expr: str) -> tuple[str, ...]:
     """A formula as tokens that read the same however it was written: LaTeX or Unicode or plain text,
     ``\\widetilde{O}`` = Õ = O, ``\\sqrt{n}`` = √n = n^{1/2}, n² = n^2, exponents evaluated (5/8 → 0.625),
@@ -536,7 +558,7 @@ def canonical(expr: str) -> tuple[str, ...]:
     s = re.sub(r"√\s*(\([^()]*\)|\{[^{}]*\}|[\w.]+)", r"(\1)^(1/2)", s)
     s = re.sub(r"\bsqrt\s*(\([^()]*\))", r"(\1)^(1/2)", s)
     s = re.sub(r"_(?:\{[^{}]*\}|\\?[A-Za-z0-9]+|[^\s{])", "", s)  # subscripts: o_n(1) is o(1)
-    s = re.sub(r"\\(var)?([A-Za-z]+)", lambda m: _GREEK.get(m.group(0)[1:], m.group(2)), s)
+    s = re.sub(r"\\(var)?([A-Za-z]+)", _command, s)
     s = re.sub(r"\b(var)?(epsilon|eps|alpha|beta|gamma|delta|lambda|sigma|theta|mu|Omega|Theta)\b",
                lambda m: _GREEK.get(m.group(2), "ε" if m.group(2) == "eps" else m.group(2)), s)
     s = s.replace("ϵ", "ε").replace("{", "(").replace("}", ")").replace("[", "(").replace("]", ")")
@@ -720,8 +742,31 @@ def loose(tokens: Sequence[str]) -> tuple[str, ...]:
 
 
 def contains(hay: Sequence[str], needle: Sequence[str]) -> bool:
+    """``needle`` is a run of ``hay``; a macro of ``hay`` (``WILDCARD``) inside the run stands for one to four
+    needle tokens that are symbols (letters, bars, macros), never numbers, parentheses or operators."""
     n = len(needle)
-    return any(tuple(hay[i:i + n]) == tuple(needle) for i in range(len(hay) - n + 1))
+    if WILDCARD not in hay:
+        return any(tuple(hay[i:i + n]) == tuple(needle) for i in range(len(hay) - n + 1))
+
+    def at(i: int, j: int) -> bool:  # hay from i matches the rest of needle from j
+        if j == n:
+            return True
+        if i == len(hay):
+            return False
+        if hay[i] == WILDCARD and j:
+            k = 0
+            while k < min(4, n - j) and _symbolic(needle[j + k]):
+                k += 1
+                if at(i + 1, j + k):
+                    return True
+            return False
+        return hay[i] == needle[j] and at(i + 1, j + 1)
+
+    return any(at(i, 0) for i in range(len(hay)) if hay[i] != WILDCARD)
+
+
+def _symbolic(token: str) -> bool:
+    return token.isalpha() or token in {"|", WILDCARD}
 
 
 def blank_formulas(text: str) -> str:
