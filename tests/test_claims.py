@@ -410,3 +410,22 @@ def test_a_macro_of_the_paper_s_own_matches_what_it_stands_for() -> None:
     assert check_against(abstract, "The regret after T rounds is $O(\\sqrt{T\\log\\nS})$.") == []
     assert check_against(abstract, "The regret after T rounds is $O(2\\sqrt{T\\log\\nS})$.")
     assert check_against(abstract, "The regret after T rounds is $O(\\sqrt{\\log\\nS})$.")
+
+
+@pytest.mark.parametrize(("abstract", "faithful", "changed"), [
+    ("The memory of the solver grows quadratically with the number of constraints.",
+     "The solver's memory grows quadratically in the number of constraints.",
+     "The solver's memory grows cubically in the number of constraints."),
+    ("The running time of the sampler is exponential in the number of layers.",
+     "The sampler's running time is exponential in the number of layers.",
+     "The sampler's running time is polynomial in the number of layers."),
+    ("Annealing the learning rate delays the onset of overfitting in small networks.",
+     "Annealing the learning rate postpones the onset of overfitting in small networks.",
+     "Annealing the learning rate hastens the onset of overfitting in small networks."),
+    ("The detector gives poor results on low-light images of street scenes.",
+     "The detector performs badly on low-light images of street scenes.",
+     "The detector gives good results on low-light images of street scenes."),
+])
+def test_growth_classes_timing_and_quality_are_opposites(abstract: str, faithful: str, changed: str) -> None:
+    assert check_against(abstract, faithful) == [], faithful
+    assert check_against(abstract, changed), changed

@@ -93,6 +93,14 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"higher", r"highest", r"larger", r"largest", r"bigger"), (r"lower", r"lowest", r"smaller", r"smallest")),
     ((r"upper",), (r"lower",)),
     ((r"faster", r"fastest", r"speed(?:s|ing)? up", r"accelerat\w*"), (r"slower", r"slowest", r"slow(?:s|ed)?")),
+    # bringing an event sooner or later
+    ((r"hasten\w*", r"expedit\w*"), (r"delay(?:s|ed|ing)?", r"postpon\w*", r"retard(?:s|ed|ing)?")),
+    ((r"good", r"well-performing"), (r"poor", r"poorly", r"bad", r"badly")),
+    # keeping a property or giving it up
+    ((r"retain\w*", r"preserv\w*", r"inherit\w*"),
+     (r"los(?:e|es|ing)", r"sacrific\w*", r"forfeit\w*", r"giv(?:e|es|ing)-up", r"gave-up", r"given-up")),
+    # how a solution is computed
+    ((r"closed-form",), (r"iterative", r"iteratively")),
     ((r"rewards", r"rewarded", r"encourag\w*", r"promot\w*"),
      (r"penali[sz]\w*", r"punish\w*", r"discourag\w*", r"suppress\w*")),
     ((r"mitigat\w*", r"alleviat\w*", r"prevent\w*", r"curb\w*"), (r"exacerbat\w*", r"aggravat\w*", r"amplif\w*")),
@@ -118,6 +126,14 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"aggressive\w*",), (r"conservative\w*", r"cautious\w*")),
     ((r"super-?linear\w*",), (r"sub-?linear\w*",)),
     ((r"linear", r"linearly"), (r"sub-?linear\w*",)),  # rates: "linear convergence" is not "sublinear convergence"
+    # how fast a cost grows: each class excludes the others ("scales quadratically" is not "cubically", a factor
+    # "exponential in k" is not "polynomial in k"); "linear" only as an adverb or "linear-time" (a "linear model"
+    # says nothing about growth)
+    ((r"linearly", r"linear-time"),
+     (r"quadratic(?:ally|-time)?", r"cubic(?:ally|-time)?", r"exponential(?:ly|-time)?")),
+    ((r"quadratic(?:ally|-time)?",), (r"cubic(?:ally|-time)?", r"exponential(?:ly|-time)?")),
+    ((r"polynomial(?:ly|-time)?",), (r"exponential(?:ly|-time)?", r"super-?polynomial(?:ly)?")),
+    ((r"logarithmic(?:ally)?",), (r"linearly", r"linear-time", r"polynomial(?:ly|-time)?")),
     ((r"same", r"identical"), (r"differ", r"differs", r"differed", r"different", r"distinct")),
     # evidence for or against a claim
     ((r"confirm\w*", r"corroborat\w*"), (r"refut\w*", r"disprov\w*", r"rul(?:e|es|ed|ing)-out")),
@@ -150,8 +166,9 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"every", r"entire", r"entirety", r"whole"),
      (r"subsets?", r"handful", r"portions?", r"fractions?", r"partial", r"partially")),
 )
-# Two-word verbs read as one word: "rules out", "breaks down".
-_PHRASAL = re.compile(r"\b(?:rul(?:e|es|ed|ing)\s+out|(?:break(?:s|ing)?|broke)\s+down)\b")
+# Two-word verbs read as one word: "rules out", "breaks down", "gives up".
+_PHRASAL = re.compile(r"\b(?:rul(?:e|es|ed|ing)\s+out|(?:break(?:s|ing)?|broke)\s+down|"
+                      r"(?:giv(?:e|es|en|ing)|gave)\s+up)\b")
 # "rewards" is a direction as a verb ("EPPO rewards the increase") and no direction as a noun ("computing
 # rewards, which…"); it counts only when an object follows. (An increase or a drop is a direction either way.)
 _NOUN_TOO = {"rewards"}
