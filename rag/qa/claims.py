@@ -425,6 +425,7 @@ class Source:
     poles: dict[int, list[tuple[int, Position]]] = field(default_factory=dict)  # pole pair → (side, where)
     cues: list[tuple[Position, int, frozenset[str], frozenset[str] | None]] = field(default_factory=list)
     comparisons: list[tuple[frozenset[int], int, int, frozenset[str], frozenset[str]]] = field(default_factory=list)
+    counts: list[tuple[float, frozenset[str]]] = field(default_factory=list)  # each count and what it counts
     _parts: list[tuple[str, bool]] | None = None
 
     @classmethod
@@ -453,6 +454,7 @@ class Source:
                     nxt = _head(sw, h) if h + 1 < len(sw) and sw[h + 1].surface not in _BOUNDARY else None
                     src.cues.append((pos, h, hterms, nxt[1] if nxt else None))
             src.comparisons += _comparisons(sw)
+        src.counts = [(v, _counted(a, b)) for t in texts for v, a, b in notation.counts(t)]
         return src
 
     def parts(self) -> list[tuple[str, bool]]:
@@ -495,6 +497,29 @@ def number_reasons(statement: str, source: Source) -> list[str]:
     bad = [q.text for q in notation.quantities(statement)
            if not notation.matches(q, source.stated, ROUNDED) and not notation.matches(q, source.derived, DERIVED)]
     return [f"{', '.join(dict.fromkeys(bad))} not in the abstract"] if bad else []
+
+
+def _counted(first: str, second: str) -> frozenset[str]:
+    """What a number counts: the terms of the two words after it, without verb forms ("5 models using" → model)."""
+    return frozenset(t for w in (first, second) if w and not w.endswith(("ing", "ed")) for t in analyze(w))
+
+
+def count_reasons(statement: str, source: Source) -> list[str]:
+    """A count the source states, but of something else, where the source counts the statement's thing with
+    another number: "6 models and 5 datasets" for "5 models and 6 datasets"."""
+    bad = []
+    for value, first, second in notation.counts(statement):
+        mine = _counted(first, second)
+        if not mine or value not in source.stated.exact:
+            continue  # a number the source never states is the number rule's
+        theirs = [v for v, terms in source.counts if _shares(mine, terms)]
+        if theirs and value not in theirs:
+            bad.append(f"{_decimal(value)} {first}".strip())
+    return [f"{', '.join(bad)}: the abstract counts {'these' if len(bad) > 1 else 'this'} differently"] if bad else []
+
+
+def _decimal(v: float) -> str:
+    return str(int(v)) if v.is_integer() else str(v)
 
 
 def name_reasons(statement: str, source: Source) -> list[str]:
@@ -614,6 +639,9 @@ def _prefixed_opposites(ws: tuple[Word, ...], source: Source) -> list[str]:
             continue
         base = _flipped_terms(w.surface)
         mine = base or w.terms
+        if any(x.terms and (_same_word(mine, x.terms) if base else _same_word(mine, _flipped_terms(x.surface)))
+               for x in ws):
+            continue  # "finite or countably infinite", "convex and non-convex losses": both, as the direction rule
         if base:  # the statement's word is prefixed: the source's bare word is its opposite
             opposite_at = [p for p in source.occurrences(mine)
                            if not _flipped_terms(source.words[p[0]][p[1]].surface)
@@ -783,5 +811,5 @@ def check(statement: str, source: Source, evidence: str) -> list[str]:
     ``source``: the cited abstracts parsed once (``Source.of``); ``evidence``: the source sentence that best
     matches the statement."""
     formulas, rest = formula_reasons(statement, source)
-    return (formulas + number_reasons(rest, source) + name_reasons(rest, source)
+    return (formulas + number_reasons(rest, source) + count_reasons(rest, source) + name_reasons(rest, source)
             + negation_reasons(statement, source, evidence) + direction_reasons(statement, source, evidence))

@@ -344,6 +344,28 @@ def quantities(text: str, source: bool = False) -> list[Quantity]:
     return _digit_quantities(s) + _word_quantities(s, source) + [q for _, _, q in durations]
 
 
+_COUNT = re.compile(r"(?<![\w.,^_\\$-])(\d+|" + "|".join(w for w, v in _UNITS.items() if 2 <= v <= 20) +
+                    r")\s+([a-z][a-z-]*)(?:\s+([a-z][a-z-]*))?", re.IGNORECASE)
+
+
+def counts(text: str) -> list[tuple[float, str, str]]:
+    """Whole numbers with the two words after them ("5 benchmark datasets" → (5, "benchmark", "datasets")): what
+    each number counts. Not years, not numbers with a unit or a decimal point."""
+    out: list[tuple[float, str, str]] = []
+    for m in _COUNT.finditer(numeric_text(text)):
+        raw = m.group(1).casefold()
+        value = float(raw) if raw.isdigit() else float(_UNITS[raw])
+        first = m.group(2).casefold()
+        if 1900 <= value <= 2100 or first in _COUNT_UNITS or re.fullmatch(_TIME_WORDS, first):
+            continue  # a duration ("86 minutes" = "1 hour and 26 minutes") is the duration rule's
+        out.append((value, first, (m.group(3) or "").casefold()))
+    return out
+
+
+_COUNT_UNITS = {"times", "fold", "percent", "per", "orders", "order", "of", "and", "or", "to", "thousand", "million",
+                "billion", "hundred", "k", "m", "b", "x"}
+
+
 @dataclass
 class Values:
     """What a source states: every value in every unit (for equality) and the values as written (which a
@@ -753,7 +775,9 @@ def contains(hay: Sequence[str], needle: Sequence[str]) -> bool:
             return True
         if i == len(hay):
             return False
-        if hay[i] == WILDCARD and j:
+        if hay[i] == WILDCARD and not j:
+            return needle[0] == WILDCARD and at(i + 1, 1)  # a run starts on a macro only where the needle's does
+        if hay[i] == WILDCARD:
             k = 0
             while k < min(4, n - j) and _symbolic(needle[j + k]):
                 k += 1
@@ -762,7 +786,7 @@ def contains(hay: Sequence[str], needle: Sequence[str]) -> bool:
             return False
         return hay[i] == needle[j] and at(i + 1, j + 1)
 
-    return any(at(i, 0) for i in range(len(hay)) if hay[i] != WILDCARD)
+    return any(at(i, 0) for i in range(len(hay)))
 
 
 def _symbolic(token: str) -> bool:
