@@ -449,3 +449,32 @@ def test_a_word_and_its_prefixed_opposite_named_together_are_no_flip() -> None:
     assert check_against("The sampler mixes on any finite state space of the chain.",
                          "The sampler mixes on any infinite state space of the chain.")
 
+
+@pytest.mark.parametrize(("abstract", "faithful", "changed"), [
+    ("The tagger labels rare words very well on the noisy forum corpus.",
+     "On the noisy forum corpus the tagger labels rare words well.",
+     "On the noisy forum corpus the tagger labels rare words poorly."),
+    ("The distilled model achieves near-optimal accuracy on the held-out speakers.",
+     "The distilled model reaches near-optimal accuracy on the held-out speakers.",
+     "The distilled model falls short of near-optimal accuracy on the held-out speakers."),
+    ("The codec stores the sensor traces losslessly in the archive.",
+     "The codec keeps the sensor traces in the archive losslessly.",
+     "The codec stores the sensor traces lossily in the archive."),
+    ("The planner operates with restricted memory on large search graphs.",
+     "The planner works with limited memory on large search graphs.",
+     "The planner assumes unlimited memory on large search graphs."),
+])
+def test_quality_levels_lossiness_and_limits_are_opposites(abstract: str, faithful: str, changed: str) -> None:
+    assert check_against(abstract, faithful) == [], faithful
+    assert check_against(abstract, changed), changed
+
+
+def test_well_in_an_idiom_or_a_compound_is_no_direction() -> None:
+    abstract = "Baselines transfer poorly to the unseen domains, and the well-known ones as well as ours are slow."
+    assert check_against(abstract, "The well-known baselines transfer poorly to unseen domains.") == []
+    assert check_against(abstract, "Ours as well as the baselines transfer poorly to unseen domains.") == []
+    assert check_against("The well known estimator is biased on heavy-tailed data.",
+                         "The well known estimator is badly biased on heavy-tailed data.") == []
+    assert check_against("The distilled model achieves near-optimal accuracy on the held-out speakers.",
+                         "The distilled model falls far short of near-optimal accuracy on the held-out speakers.")
+

@@ -95,7 +95,12 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"faster", r"fastest", r"speed(?:s|ing)? up", r"accelerat\w*"), (r"slower", r"slowest", r"slow(?:s|ed)?")),
     # bringing an event sooner or later
     ((r"hasten\w*", r"expedit\w*"), (r"delay(?:s|ed|ing)?", r"postpon\w*", r"retard(?:s|ed|ing)?")),
-    ((r"good", r"well-performing"), (r"poor", r"poorly", r"bad", r"badly")),
+    ((r"good", r"well"), (r"poor", r"poorly", r"bad", r"badly")),  # "well" only as a word of its own: see _idiom
+    # reaching a level or not: "achieves near-optimal accuracy" / "falls short of optimal"
+    ((r"achiev\w*", r"attain(?:s|ed|ing)?", r"match(?:es|ed|ing)?", r"competitive"),
+     (r"fall(?:s|ing|en)?-(?:\w+-)?short", r"fell-(?:\w+-)?short")),
+    ((r"lossless(?:ly)?",), (r"lossy", r"lossily")),
+    ((r"unlimited", r"unrestricted", r"unconstrained"), (r"limited", r"restricted", r"constrained")),
     # keeping a property or giving it up
     ((r"retain\w*", r"preserv\w*", r"inherit\w*"),
      (r"los(?:e|es|ing)", r"sacrific\w*", r"forfeit\w*", r"giv(?:e|es|ing)-up", r"gave-up", r"given-up")),
@@ -166,9 +171,9 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"every", r"entire", r"entirety", r"whole"),
      (r"subsets?", r"handful", r"portions?", r"fractions?", r"partial", r"partially")),
 )
-# Two-word verbs read as one word: "rules out", "breaks down", "gives up".
+# Two-word verbs read as one word: "rules out", "breaks down", "gives up", "falls short".
 _PHRASAL = re.compile(r"\b(?:rul(?:e|es|ed|ing)\s+out|(?:break(?:s|ing)?|broke)\s+down|"
-                      r"(?:giv(?:e|es|en|ing)|gave)\s+up)\b")
+                      r"(?:giv(?:e|es|en|ing)|gave)\s+up|(?:fall(?:s|ing|en)?|fell)\s+(?:well\s+|far\s+)?short)\b")
 # "rewards" is a direction as a verb ("EPPO rewards the increase") and no direction as a noun ("computing
 # rewards, which…"); it counts only when an object follows. (An increase or a drop is a direction either way.)
 _NOUN_TOO = {"rewards"}
@@ -444,7 +449,7 @@ class Source:
                     src.index.setdefault(_key(t), []).append(pos)
                 for t in _flipped_terms(w.surface):
                     src.flipped.setdefault(_key(t), []).append(pos)
-                for pi, side in _poles_of(w.surface):
+                for pi, side in () if _idiom(sw, j) else _poles_of(w.surface):
                     src.poles.setdefault(pi, []).append((side, pos))
                 if _is_cue(sw, j):
                     head = _head(sw, j)
@@ -634,13 +639,14 @@ def _prefixed_opposites(ws: tuple[Word, ...], source: Source) -> list[str]:
     """"tractable" where the source says only "intractable" about the same words, or the other way round."""
     reasons = []
     wide = 2 * WINDOW
+    said = frozenset().union(*(x.terms for x in ws if x.terms))  # every word's terms, and each prefixed word's base
+    turned = frozenset().union(*(_flipped_terms(x.surface) for x in ws if x.terms))
     for k, w in enumerate(ws):
         if not w.terms or len(w.surface) < 4 or _negated(ws, k):
             continue
         base = _flipped_terms(w.surface)
         mine = base or w.terms
-        if any(x.terms and (_same_word(mine, x.terms) if base else _same_word(mine, _flipped_terms(x.surface)))
-               for x in ws):
+        if _same_word(mine, said if base else turned):
             continue  # "finite or countably infinite", "convex and non-convex losses": both, as the direction rule
         if base:  # the statement's word is prefixed: the source's bare word is its opposite
             opposite_at = [p for p in source.occurrences(mine)
@@ -684,11 +690,23 @@ def _as_verb(ws: Sequence[Word], j: int) -> bool:
 
 
 def _pole_match(pattern: re.Pattern[str], surface: str) -> bool:
-    """The word, or a part of a hyphenated one ("lower-bound"), is of this pole; "non-…" words are not."""
+    """The word, or a part of a hyphenated one ("lower-bound"), is of this pole; "non-…" words are not, nor
+    "well-" compounds ("well-known", "well-posed" say nothing of quality)."""
     if pattern.fullmatch(surface):
         return True
     parts = surface.split("-")
-    return len(parts) > 1 and parts[0] not in {"non", "un", "in"} and any(pattern.fullmatch(p) for p in parts)
+    return (len(parts) > 1 and parts[0] not in {"non", "un", "in"}
+            and any(pattern.fullmatch(p) for p in parts if p != "well"))
+
+
+def _idiom(ws: Sequence[Word], j: int) -> bool:
+    """``ws[j]`` is a pole word inside an idiom that has no direction: "as well as", "as well", and "well" before a
+    participle ("well known", "well suited", "well understood", "well short of": degree, not quality)."""
+    if ws[j].surface != "well":
+        return False
+    nxt = ws[j + 1].surface if j + 1 < len(ws) else ""
+    return (j > 0 and ws[j - 1].surface == "as" or nxt in {"as", "short", "below", "above", "beyond", "within"}
+            or nxt.endswith(("ed", "en", "wn", "ood")))
 
 
 def direction_reasons(statement: str, source: Source, evidence: str) -> list[str]:
@@ -705,9 +723,9 @@ def direction_reasons(statement: str, source: Source, evidence: str) -> list[str
                 if sp == pole and sside != side and _shares(a - sa, sb) and _shares(b - sb, sa) for c in at}
     for j, w in enumerate(ws):
         for pi, side in _poles_of(w.surface):
-            if pi in done or j in converse or _negated(ws, j) or not _as_verb(ws, j):
+            if pi in done or j in converse or _negated(ws, j) or not _as_verb(ws, j) or _idiom(ws, j):
                 continue
-            if any((pi, 1 - side) in _poles_of(x.surface) for x in ws):
+            if any((pi, 1 - side) in _poles_of(x.surface) for k, x in enumerate(ws) if not _idiom(ws, k)):
                 continue  # "both strong and weak supervision", "memory shrinks as blocks grow": both directions
             around = _context(ws, j, wide)
             same, flip, margin = 0, 0, 1
@@ -732,7 +750,7 @@ def _denied_synonyms(ws: Sequence[Word], source: Source, ev: int) -> list[str]:
     word of the same side about the same words ("enhances accuracy"). The same word is the negation rule's."""
     wide = 2 * WINDOW
     for j, w in enumerate(ws):
-        if not _negated(ws, j) or not _as_verb(ws, j):
+        if not _negated(ws, j) or not _as_verb(ws, j) or _idiom(ws, j):
             continue
         around = _context(ws, j, wide)
         for pi, side in _poles_of(w.surface):

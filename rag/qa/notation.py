@@ -390,7 +390,8 @@ def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
         qs = quantities(blank_formulas(s), source=True)
         stated.in_formulas |= {q.value for q in quantities(s, source=True) if not q.unit}
         # A formula's numeric exponents too: T^{2/3} is "T to the power two-thirds".
-        stated.in_formulas |= {float(t) for _, _, f in formula_spans(s) for t in _exponents(canonical(f))}
+        if "^" in s or "sqrt" in s or "\u221a" in s:
+            stated.in_formulas |= {float(t) for _, _, f in formula_spans(s) for t in _exponents(canonical(f))}
         for q in qs:
             if q.text.casefold() in _SOURCE_ONLY:
                 stated.counts.add(q.value)
