@@ -478,3 +478,18 @@ def test_well_in_an_idiom_or_a_compound_is_no_direction() -> None:
     assert check_against("The distilled model achieves near-optimal accuracy on the held-out speakers.",
                          "The distilled model falls far short of near-optimal accuracy on the held-out speakers.")
 
+
+@pytest.mark.parametrize(("abstract", "faithful", "changed"), [
+    ("The bound holds under much milder assumptions on the noise than earlier analyses.",
+     "The bound needs only weaker assumptions on the noise than earlier analyses.",
+     "The bound needs much stronger assumptions on the noise than earlier analyses."),
+    ("Recovery succeeds when the number of measurements is at least $s\\log n$.",
+     "Recovery succeeds when the number of measurements is no less than $s\\log n$, i.e. at least that many.",
+     "Recovery succeeds when the number of measurements is at most $s\\log n$."),
+    ("The speedup is linear if the number of workers is bounded by $\\sqrt{K}$.",
+     "The speedup is linear if the number of workers is at most $\\sqrt{K}$.",
+     "The speedup is linear if the number of workers is at least $\\sqrt{K}$."),
+])
+def test_assumption_strength_and_bounds_are_opposites(abstract: str, faithful: str, changed: str) -> None:
+    assert check_against(abstract, faithful) == [], faithful
+    assert check_against(abstract, changed), changed

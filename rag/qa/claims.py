@@ -122,7 +122,9 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"robust", r"robustness", r"tolerant", r"resilient", r"resilience"),
      (r"fragile", r"brittle", r"vulnerable", r"susceptible", r"break(?:s|ing)?-down", r"broke-down",
       r"fail(?:s|ed|ing)?")),
-    ((r"strong", r"stronger", r"strongest"), (r"weak", r"weaker", r"weakest")),
+    ((r"strong", r"stronger", r"strongest"), (r"weak", r"weaker", r"weakest", r"mild", r"milder", r"mildest")),
+    # bounds on a quantity: "at least √K" is not "at most" / "bounded by √K"
+    ((r"at-least", r"lower-bounded(?:-by)?"), (r"at-most", r"bounded-by", r"upper-bounded(?:-by)?")),
     ((r"overestimat\w*",), (r"underestimat\w*",)),
     ((r"advantage", r"advantages", r"advantageous"), (r"disadvantage", r"disadvantages")),
     ((r"positive", r"positively"), (r"negative", r"negatively")),
@@ -171,9 +173,11 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"every", r"entire", r"entirety", r"whole"),
      (r"subsets?", r"handful", r"portions?", r"fractions?", r"partial", r"partially")),
 )
-# Two-word verbs read as one word: "rules out", "breaks down", "gives up", "falls short".
+# Two-word verbs and bounds read as one word: "rules out", "breaks down", "gives up", "falls short", "at most",
+# "bounded by".
 _PHRASAL = re.compile(r"\b(?:rul(?:e|es|ed|ing)\s+out|(?:break(?:s|ing)?|broke)\s+down|"
-                      r"(?:giv(?:e|es|en|ing)|gave)\s+up|(?:fall(?:s|ing|en)?|fell)\s+(?:well\s+|far\s+)?short)\b")
+                      r"(?:giv(?:e|es|en|ing)|gave)\s+up|(?:fall(?:s|ing|en)?|fell)\s+(?:well\s+|far\s+)?short|"
+                      r"at\s+(?:least|most)|(?:(?:lower|upper)[\s-])?bounded\s+by)\b")
 # "rewards" is a direction as a verb ("EPPO rewards the increase") and no direction as a noun ("computing
 # rewards, which…"); it counts only when an object follows. (An increase or a drop is a direction either way.)
 _NOUN_TOO = {"rewards"}
