@@ -493,3 +493,12 @@ def test_well_in_an_idiom_or_a_compound_is_no_direction() -> None:
 def test_assumption_strength_and_bounds_are_opposites(abstract: str, faithful: str, changed: str) -> None:
     assert check_against(abstract, faithful) == [], faithful
     assert check_against(abstract, changed), changed
+
+
+def test_a_comparison_where_the_source_says_the_same() -> None:
+    abstract = "Our sampler mixes at the same rate as Gibbs sampling on sparse graphs."
+    assert check_against(abstract, "On sparse graphs the sampler mixes as fast as Gibbs sampling.") == []
+    assert check_against(abstract, "Our sampler mixes at a faster rate than Gibbs sampling on sparse graphs.")
+    # the same cost, but a faster mixing: the comparison is about something else
+    both = "Our sampler has the same cost per step as Gibbs sampling but mixes faster than Gibbs sampling."
+    assert check_against(both, "The sampler mixes faster than Gibbs sampling.") == []

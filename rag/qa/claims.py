@@ -435,6 +435,9 @@ class Source:
     cues: list[tuple[Position, int, frozenset[str], frozenset[str] | None]] = field(default_factory=list)
     comparisons: list[tuple[frozenset[int], int, int, frozenset[str], frozenset[str]]] = field(default_factory=list)
     counts: list[tuple[float, frozenset[str]]] = field(default_factory=list)  # each count and what it counts
+    # each "A … the same <what> as B" of a sentence: (sentence, (A, what, B, where "same" is))
+    equalities: list[tuple[int, tuple[frozenset[str], frozenset[str], frozenset[str], int]]] = field(
+        default_factory=list)
     _parts: list[tuple[str, bool]] | None = None
 
     @classmethod
@@ -463,6 +466,7 @@ class Source:
                     nxt = _head(sw, h) if h + 1 < len(sw) and sw[h + 1].surface not in _BOUNDARY else None
                     src.cues.append((pos, h, hterms, nxt[1] if nxt else None))
             src.comparisons += _comparisons(sw)
+            src.equalities += [(si, e) for e in _equalities(sw)]
         src.counts = [(v, _counted(a, b)) for t in texts for v, a, b in notation.counts(t)]
         return src
 
@@ -817,13 +821,45 @@ def _comparisons(ws: Sequence[Word]) -> list[tuple[frozenset[int], int, int, fro
 
 def _comparison_reasons(ws: Sequence[Word], source: Source) -> list[str]:
     """"A is more effective than B" where the source says "B is more effective than A" ("A is less effective than
-    B" is left to the direction rule, and "B is less effective than A" is the same comparison)."""
+    B" is left to the direction rule, and "B is less effective than A" is the same comparison), or where it says
+    "A has the same <what> as B" and the statement's comparison is about that <what>."""
+    said = frozenset().union(*(w.terms for w in ws))
     for _, pole, side, a, b in _comparisons(ws):
         for _, sp, sside, sa, sb in source.comparisons:
             if sp == pole and sside == side and _shares(a - sa, sb) and _shares(b - sb, sa):
                 return [f"compares the other way round from the abstract "
                         f"(\u201c{' '.join(x.surface for x in ws if x.surface not in _BOUNDARY)}\u201d)"]
+        if any(sp == pole and _shares(b, sb) for _, sp, _, _, sb in source.comparisons):
+            continue  # the source compares them this way too
+        for si, (sa, what, sb, j) in source.equalities:
+            if what and _shares(what, said) and _shares(a, sa) and _shares(b, sb):
+                return [f"compares where the abstract says \u201c{_quote(source.words[si], j, 2, 4)}\u201d"]
     return []
+
+
+def _equalities(ws: Sequence[Word]) -> list[tuple[frozenset[str], frozenset[str], frozenset[str], int]]:
+    """Each "A … the same <what> as B": (A's terms, what's terms, B's terms, where "same" is)."""
+    out = []
+    for t, w in enumerate(ws):
+        if w.surface not in {"same", "identical"}:
+            continue
+        k = next((k for k in range(t + 1, min(len(ws), t + 5)) if ws[k].surface in {"as", "to"}), None)
+        if k is None or any(ws[x].surface in _BOUNDARY for x in range(t + 1, k)):
+            continue
+        what = frozenset().union(*(ws[x].terms for x in range(t + 1, k)))
+        before: set[str] = set()
+        for x in range(t - 1, max(-1, t - 6), -1):
+            if ws[x].surface in _BOUNDARY:
+                break
+            before |= ws[x].terms
+        after: set[str] = set()
+        for x in range(k + 1, min(len(ws), k + 4)):
+            if ws[x].surface in _BOUNDARY or ws[x].surface in {"and", "while", "but", "which", "on", "in"}:
+                break
+            after |= ws[x].terms
+        if before and after:
+            out.append((frozenset(before), what, frozenset(after), t))
+    return out
 
 
 # ---- all rules -----------------------------------------------------------------------------------
