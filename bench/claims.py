@@ -6,9 +6,9 @@
 With no ``--pairs`` it scores three labelled sets side by side: ``evals/sets/claims.jsonl`` (dev: the rules of
 ``rag.qa.claims`` were tuned while looking at it), ``evals/sets/claims_heldout.jsonl`` (first held-out set: held out
 for the first version of the rules, then used as development data, so now "dev 2") and
-``evals/sets/claims_heldout4.jsonl`` (held out: written blind to ``rag/qa`` and committed before the third version's
-number forms landed; scored once per version, never used to adjust the rules). ``claims_heldout2.jsonl`` and
-``claims_heldout3.jsonl`` were held out in their turn and are development data now (score them with ``--pairs``).
+``evals/sets/claims_heldout5.jsonl`` (held out: written blind to ``rag/qa`` and committed before the fourth version
+of the rules; scored once per version, never used to adjust them). ``claims_heldout2.jsonl`` to
+``claims_heldout4.jsonl`` were held out in their turn and are development data now (score them with ``--pairs``).
 ``--heldout`` scores the held-out set alone and ``--pairs PATH`` any file of the same
 format. Each pair (built and labelled as evals/sets/README.md describes)
 goes through ``rag.qa.verify.verify`` exactly as a model's answer would: the statement with a ``[1]`` marker,
@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 PAIRS = SETS_DIR / "claims.jsonl"
 DEV2 = SETS_DIR / "claims_heldout.jsonl"  # held out for the first rules, development data for the second
-HELDOUT = SETS_DIR / "claims_heldout4.jsonl"  # the blind set; heldout2 and heldout3 are spent
+HELDOUT = SETS_DIR / "claims_heldout5.jsonl"  # the blind set; heldout2 to heldout4 are spent
 # The two statements issue 19 quotes: both must come back unsupported.
 EPPO = ("EPPO rewards the increase in energy loss in the first layer [1].",
         "EPPO does not mitigate reward hacking [1].")
