@@ -1,0 +1,104 @@
+"""How long a running server process's next question waits for the lexical side after another process adds
+papers to the same Chroma server (issue 17: "adding 100 papers ... ≤ 5 s").
+
+    python -m bench.add_while_serving --chroma-path ~/.cache/paperchat-bench/scale/home-10000/chroma \
+        [--add new.jsonl | --synth 100 --seed 777] [--work /tmp/add-while-serving]
+
+The Chroma data folder is copied (the original is never written) and served by ``chroma run`` on 127.0.0.1.
+Process A (its own fresh home, server mode) syncs its BM25 index, answers one question and waits; process B
+(another home) runs ``paperchat ingest`` of ``--add`` (default: ``--synth`` papers from ``bench.synth`` under
+arXiv ids no bench corpus uses, 9912.*); then A times its next sync and answer. Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.servers import ChromaServer
+
+QUESTIONS = ("What methods reduce reward hacking in RLHF?", "Which papers study reward hacking?")
+
+
+def serve(flag: Path) -> None:
+    """Process A (run as a child with ``--worker``): timings as JSON lines on stdout."""
+    from rag.config import get_settings
+    from rag.qa.chain import AnswerChain
+    from rag.runtime import Runtime
+
+    rt = Runtime(get_settings())
+    t = time.perf_counter()
+    rt.lexical.sync(rt.store)
+    out = {"first_sync_s": round(time.perf_counter() - t, 2), "papers_before": len(rt.lexical)}
+    chain = AnswerChain(rt)
+    t = time.perf_counter()
+    chain.ask(QUESTIONS[0])
+    out["warm_up_ask_s"] = round(time.perf_counter() - t, 2)
+    Path(f"{flag}.ready").write_text("1")
+    while not flag.exists():
+        time.sleep(0.1)
+    t = time.perf_counter()
+    rt.lexical.sync(rt.store)
+    out["sync_after_add_s"] = round(time.perf_counter() - t, 3)
+    out["papers_after"] = len(rt.lexical)
+    t = time.perf_counter()
+    chain.ask(QUESTIONS[1])
+    out["next_ask_s"] = round(time.perf_counter() - t, 2)
+    print(json.dumps(out), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chroma-path", type=Path, required=True, help="a Chroma data folder (copied, never written)")
+    ap.add_argument("--add", type=Path, help="the papers process B ingests (default: --synth new ones)")
+    ap.add_argument("--synth", type=int, default=100, help="papers to make with bench.synth when no --add (100)")
+    ap.add_argument("--seed", type=int, default=777, help="bench.synth seed for --synth (777)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/add-while-serving"), help="scratch folder (emptied)")
+    ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        serve(args.worker)
+        return
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
+    shutil.copytree(args.chroma_path, args.work / "chroma")
+    flag = args.work / "flag"
+    if args.add is None:
+        from bench.synth import write
+
+        write(args.synth, args.work / "synth.jsonl", args.seed, progress=False)
+        rows = [json.loads(line) for line in (args.work / "synth.jsonl").read_text().splitlines() if line.strip()]
+        args.add = args.work / "add.jsonl"  # renumbered: synth's ids repeat from run to run
+        args.add.write_text("".join(json.dumps({**r, "id": f"9912.{i:05d}", "doi": None}) + "\n"
+                                    for i, r in enumerate(rows)))
+    with ChromaServer(args.work / "chroma", log_path=args.work / "chroma.log") as server:
+        env = {**os.environ, "PAPERCHAT_STORE__MODE": "server", "PAPERCHAT_STORE__PORT": str(server.port)}
+        a = subprocess.Popen([sys.executable, "-m", "bench.add_while_serving", "--chroma-path", "-", "--add", "-",
+                              "--worker", str(flag)], env={**env, "PAPERCHAT_HOME": str(args.work / "home-a")},
+                             stdout=subprocess.PIPE, text=True)
+        while not Path(f"{flag}.ready").exists():
+            if a.poll() is not None:
+                raise SystemExit("process A exited before it was ready")
+            time.sleep(0.2)
+        t = time.perf_counter()
+        b = subprocess.run([sys.executable, "-m", "rag.cli", "ingest", str(args.add)], capture_output=True, text=True,
+                           env={**env, "PAPERCHAT_HOME": str(args.work / "home-b")})
+        ingest_s = time.perf_counter() - t
+        if b.returncode:
+            a.kill()
+            raise SystemExit(f"ingest failed: {b.stderr[-2000:]}")
+        flag.write_text("1")
+        stdout, _ = a.communicate(timeout=600)
+    result = json.loads(stdout.strip().splitlines()[-1])
+    result.update({"ingest_s": round(ingest_s, 1), "ingest": b.stdout.strip().splitlines()[-1:]})
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
