@@ -78,7 +78,8 @@ def _postings(lists: Sequence[list[str]]) -> tuple[list[str], np.ndarray, np.nda
     return keys, off, pos
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a folder's entries (a rename into it) durable."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -151,9 +152,9 @@ class Segment:
         header = {"n": n, "keys": [d.key for d in docs], "pids": [d.pid for d in docs],
                   "author_keys": a_keys, "category_keys": c_keys}
         write_json(tmp / "header.json", header)  # written last: its presence marks a complete segment
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         tmp.rename(folder)
-        _fsync_dir(folder.parent)
+        fsync_dir(folder.parent)
         return Segment.open(folder)
 
     @staticmethod

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rag.index.segments import fsync_dir
+
 if TYPE_CHECKING:
     from rag.config import Settings
     from rag.index.store import ChromaStore
@@ -373,7 +375,7 @@ def _download(store: ChromaStore, manifest: dict[str, Any], root: Path) -> int:
             _download_file(col, f, path)
             total += int(f["size"])
         for d in [p for p in tmp.iterdir() if p.is_dir()] + [tmp]:
-            _fsync_dir(d)
+            fsync_dir(d)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -382,7 +384,7 @@ def _download(store: ChromaStore, manifest: dict[str, Any], root: Path) -> int:
     if root.exists():
         root.rename(old)
     tmp.rename(root)
-    _fsync_dir(root.parent)
+    fsync_dir(root.parent)
     shutil.rmtree(old, ignore_errors=True)
     return total
 
@@ -420,11 +422,3 @@ def _download_file(col: Any, f: dict[str, Any], path: Path) -> None:
     if not z.eof or size != int(f["size"]) or h.hexdigest() != sha:
         raise ShareError(f"{f['name']}: {size} bytes with sha256 {h.hexdigest()[:12]}…, the manifest says "
                          f"{f['size']} bytes, {sha[:12]}…")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -804,19 +804,26 @@ def _comparisons(ws: Sequence[Word]) -> list[tuple[frozenset[int], int, int, fro
         content = [c for c in at if _poles_of(ws[c].surface)[0][0] != _MORE]
         pole = _poles_of(ws[content[0]].surface)[0][0] if content else _MORE
         side = sum(_poles_of(ws[c].surface)[0][1] for c in at) % 2 ^ _negated(ws, first)
-        before: set[str] = set()
-        for k in range(first - 1, max(-1, first - 6), -1):
-            if ws[k].surface in _BOUNDARY:
-                break
-            before |= ws[k].terms
-        after: set[str] = set()
-        for k in range(t + 1, min(len(ws), t + 4)):
-            if ws[k].surface in _BOUNDARY or ws[k].surface in {"and", "while", "but", "which", "on", "in"}:
-                break
-            after |= ws[k].terms
+        before, after = _sides(ws, first, t)
         if before and after:
-            out.append((frozenset(at), pole, side, frozenset(before), frozenset(after)))
+            out.append((frozenset(at), pole, side, before, after))
     return out
+
+
+def _sides(ws: Sequence[Word], left: int, right: int) -> tuple[frozenset[str], frozenset[str]]:
+    """The terms of the up to 5 words before ``left`` and the up to 3 after ``right``, each side stopping at a
+    clause boundary: the two things a comparison or an equality relates."""
+    before: set[str] = set()
+    for x in range(left - 1, max(-1, left - 6), -1):
+        if ws[x].surface in _BOUNDARY:
+            break
+        before |= ws[x].terms
+    after: set[str] = set()
+    for x in range(right + 1, min(len(ws), right + 4)):
+        if ws[x].surface in _BOUNDARY or ws[x].surface in {"and", "while", "but", "which", "on", "in"}:
+            break
+        after |= ws[x].terms
+    return frozenset(before), frozenset(after)
 
 
 def _comparison_reasons(ws: Sequence[Word], source: Source) -> list[str]:
@@ -847,18 +854,9 @@ def _equalities(ws: Sequence[Word]) -> list[tuple[frozenset[str], frozenset[str]
         if k is None or any(ws[x].surface in _BOUNDARY for x in range(t + 1, k)):
             continue
         what = frozenset().union(*(ws[x].terms for x in range(t + 1, k)))
-        before: set[str] = set()
-        for x in range(t - 1, max(-1, t - 6), -1):
-            if ws[x].surface in _BOUNDARY:
-                break
-            before |= ws[x].terms
-        after: set[str] = set()
-        for x in range(k + 1, min(len(ws), k + 4)):
-            if ws[x].surface in _BOUNDARY or ws[x].surface in {"and", "while", "but", "which", "on", "in"}:
-                break
-            after |= ws[x].terms
+        before, after = _sides(ws, t, k)
         if before and after:
-            out.append((frozenset(before), what, frozenset(after), t))
+            out.append((before, what, after, t))
     return out
 
 
