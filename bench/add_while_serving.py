@@ -7,7 +7,8 @@ papers to the same Chroma server (issue 17: "adding 100 papers ... ≤ 5 s").
 The Chroma data folder is copied (the original is never written) and served by ``chroma run`` on 127.0.0.1.
 Process A (its own fresh home, server mode) syncs its BM25 index, answers one question and waits; process B
 (another home) runs ``paperchat ingest`` of ``--add`` (default: ``--synth`` papers from ``bench.synth`` under
-arXiv ids no bench corpus uses, 9912.*); then A times its next sync and answer. Prints JSON.
+arXiv ids no bench corpus uses, 9912.*); then A times its next sync and answer. Prints JSON. ``ingest_s`` is
+B's whole command (its own home's index install or rebuild included), not the 100 papers alone.
 """
 
 from __future__ import annotations
@@ -94,7 +95,11 @@ def main() -> None:
             a.kill()
             raise SystemExit(f"ingest failed: {b.stderr[-2000:]}")
         flag.write_text("1")
-        stdout, _ = a.communicate(timeout=600)
+        try:
+            stdout, _ = a.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            a.kill()
+            raise SystemExit("process A did not finish within 600 s") from None
     result = json.loads(stdout.strip().splitlines()[-1])
     result.update({"ingest_s": round(ingest_s, 1), "ingest": b.stdout.strip().splitlines()[-1:]})
     print(json.dumps(result, indent=1))

@@ -51,7 +51,8 @@ class StoreSettings(BaseModel):
     share_lexical: Literal["auto", "on", "off"] = Field(
         "auto", description="share the BM25 index through the store (rag/index/shared_lexical.py): the process that "
         "updates it publishes it to a side collection, and a host without one installs it instead of rebuilding; "
-        "auto = on for server and cloud modes, off for an embedded store")
+        "auto and on share on a `chroma run` server only (an embedded store has one host; Chroma Cloud's quotas "
+        "refuse the pieces), off never")
 
     @field_validator("token", "api_key")
     @classmethod

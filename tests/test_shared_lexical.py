@@ -91,8 +91,58 @@ def test_a_second_host_installs_the_published_index_and_follows_by_increments(
     assert diffs == [1, 1] and b.state == lib.state() and "p0004" not in b.paper_ids  # A's diff, then B's
     assert b.scores("onlyafterthesnapshot")[b.positions(["p0009"])[0]] > 0
     assert_same(b, lib, tmp_path)
-    b.wait_shared()
+    # B's index matches the state A published: B does not upload it again (hosts' commits always differ)
+    assert b.wait_shared() == {"skipped": "the server holds this state or a later one"}
     store_b.close()
+
+
+def test_a_publisher_never_deletes_what_the_live_manifest_names(
+        lib: ServerLibrary, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """B publishes; another host's manifest lands between B's manifest and B's clean-up (two hosts writing at
+    once). B's clean-up must keep that manifest's files, or every new host would find pieces missing."""
+    caplog.set_level(logging.INFO)
+    rng = random.Random(15)
+    lib.write([make_paper(rng, i) for i in range(30)])
+    a = LexicalIndex.for_store(lib.settings.home, lib.store)
+    a.sync(lib.store)
+    a.wait_shared()
+    lib.write([make_paper(rng, i) for i in range(30, 36)])
+    a.sync(lib.store)  # A's new commit: a new segment and catalog, not published yet (A is the other writer)
+    a.wait_shared()
+    a_manifest = shared_lexical.published(lib.store)
+    assert a_manifest is not None
+    store_b, b = other_host(lib, tmp_path / "home-b")
+    b.sync(store_b)
+    b.wait_shared()
+    lib.write([make_paper(rng, i) for i in range(36, 40)])
+    b.sync(store_b)  # B's commit of a later state, published by hand below with A's manifest landing mid-way
+    b.wait_shared()
+    side = shared_lexical._side(lib.store, create=True)
+    real = shared_lexical.published
+    calls: list[int] = []
+
+    def racing(store: ChromaStore) -> dict | None:
+        calls.append(1)
+        if len(calls) == 2:  # B's manifest is written: A's lands now
+            side.upsert(ids=[shared_lexical.MANIFEST_ID], embeddings=[[0.0]],
+                        metadatas=[{"kind": "manifest", "manifest": json.dumps(a_manifest)}])
+        return real(store)
+
+    folder = tmp_path / "snap-b"
+    with b._writer():
+        snap = shared_lexical.snapshot(b.root, folder)
+    shared_lexical.published = racing  # type: ignore[assignment]
+    try:
+        shared_lexical.publish(store_b, snap)
+    finally:
+        shared_lexical.published = real  # type: ignore[assignment]
+    assert len(calls) == 2
+    store_c, c = other_host(lib, tmp_path / "home-c")
+    caplog.clear()
+    assert shared_lexical.fetch(store_c, c.root, {"format": lexical_mod.FORMAT, "k1": c.k1, "b": c.b}) is not None
+    assert not any("unusable" in m for m in messages(caplog, "rag.index.shared_lexical"))
+    store_b.close()
+    store_c.close()
 
 
 def test_a_host_whose_index_is_far_behind_starts_from_the_published_one(
@@ -114,7 +164,7 @@ def test_a_host_whose_index_is_far_behind_starts_from_the_published_one(
     store_b.close()
 
 
-@pytest.mark.parametrize("damage", ["corrupted piece", "missing piece", "wrong file checksum"])
+@pytest.mark.parametrize("damage", ["corrupted piece", "missing piece", "wrong file size"])
 def test_a_damaged_published_index_falls_back_to_a_rebuild(lib: ServerLibrary, tmp_path: Path, damage: str,
                                                            caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
@@ -136,14 +186,15 @@ def test_a_damaged_published_index_falls_back_to_a_rebuild(lib: ServerLibrary, t
     elif damage == "missing piece":
         side.delete(ids=[pid])
     else:
-        target["sha256"] = "0" * 64  # the pieces are there under the old id: the file's checksum cannot match
+        target["size"] += 1  # every piece is there and intact: only the whole file's check can catch it
         manifest["files"] = [f for f in manifest["files"] if f["name"] != target["name"]] + [target]
         side.upsert(ids=[shared_lexical.MANIFEST_ID], embeddings=[[0.0]],
                     metadatas=[{"kind": "manifest", "manifest": json.dumps(manifest)}])
     store_b, b = other_host(lib, tmp_path / "home-b")
     caplog.clear()
     b.sync(store_b)
-    assert any("unusable" in m for m in messages(caplog, "rag.index.shared_lexical"))
+    said = [m for m in messages(caplog, "rag.index.shared_lexical") if "unusable" in m]
+    assert said and ("the manifest says" in said[0]) == (damage == "wrong file size")
     assert any("rebuilt" in m for m in messages(caplog, "rag.index.lexical"))
     assert not b.root.with_name(b.root.name + ".fetch").exists()
     assert_same(b, lib, tmp_path)
@@ -187,7 +238,10 @@ def test_the_setting_and_the_side_collection_name() -> None:
     on_server = get_settings(store={"mode": "server"})
     assert shared_lexical.enabled(on_server)
     assert not shared_lexical.enabled(on_server.with_overrides(store={"share_lexical": "off"}))
-    assert shared_lexical.enabled(get_settings(store={"share_lexical": "on"}))
+    assert shared_lexical.enabled(on_server.with_overrides(store={"share_lexical": "on"}))
+    # never on an embedded store (the upload would outlive its lock) nor on Chroma Cloud (its quotas refuse pieces)
+    assert not shared_lexical.enabled(get_settings(store={"share_lexical": "on"}))
+    assert not shared_lexical.enabled(get_settings(store={"mode": "cloud", "share_lexical": "on"}))
     assert shared_lexical.side_name("papers") == "papers__lexical"
     long = shared_lexical.side_name("x" * 63)
     assert len(long) <= 63 and long.endswith("__lexical")

@@ -53,7 +53,7 @@ SUFFIX = "__lexical"
 PIECE_BYTES = 4 << 20  # compressed bytes per record (5.6 MB of base64): one record per request
 MANIFEST_ID = "manifest"
 CATALOG = "catalog.sqlite"
-_SAFE_NAME = re.compile(r"^(catalog\.sqlite|vocab-[0-9a-f]+\.json|seg-[0-9A-Za-z-]+/[0-9A-Za-z_]+\.(npy|json))$")
+_SAFE_NAME = re.compile(r"catalog\.sqlite|vocab-[0-9a-f]+\.json|seg-[0-9A-Za-z-]+/[0-9A-Za-z_]+\.(?:npy|json)")
 _GET_IDS = 2000
 
 
@@ -62,9 +62,11 @@ class ShareError(Exception):
 
 
 def enabled(settings: Settings) -> bool:
-    """``store.share_lexical``: auto shares on a server or Chroma Cloud, never on an embedded store."""
+    """``store.share_lexical``: auto shares on a ``chroma run`` server only. Never on an embedded store (the
+    background upload would outlive the store's lock) nor on Chroma Cloud, whose quotas (4 KB per metadata value,
+    300 records per request) refuse the pieces."""
     share = settings.store.share_lexical
-    return share == "on" or (share == "auto" and settings.store.mode != "embedded")
+    return settings.store.mode == "server" and share in ("auto", "on")
 
 
 def side_name(collection: str) -> str:
@@ -211,6 +213,9 @@ def publish(store: ChromaStore, snap: Snapshot) -> dict[str, Any]:
     col.upsert(ids=[MANIFEST_ID], embeddings=[[0.0]],
                metadatas=[{"kind": "manifest", "manifest": json.dumps(manifest)}])  # last: names only what is there
     keep = {f["sha256"] for f in files} | set(manifest["previous"])
+    now = published(store)  # another host may have published since: never delete what the live manifest names
+    if now is not None:
+        keep |= {f["sha256"] for f in now.get("files", [])} | set(now.get("previous", []))
     stale = [pid for pid in _all_piece_ids(col) if pid.split(":")[0] not in keep]
     for i in range(0, len(stale), 500):
         col.delete(ids=stale[i:i + 500])
@@ -278,8 +283,11 @@ class Publisher:
             theirs = current.get("lex", {})
             if theirs.get("commit") == local.get("commit"):
                 return {"skipped": "already published"}
-            if int(theirs.get("state", [-1])[0]) > int(local["state"][0]):
-                return {"skipped": "the server holds a later state"}
+            same = current.get("collection_id") == str(getattr(store.collection, "id", ""))
+            # Another host's index of the same store state is as good as ours: hosts' commits differ even when
+            # their indexes match, and re-uploading the catalog for nothing is what makes publishers race.
+            if same and tuple(theirs.get("state", [-1, -1])) >= tuple(local["state"]):
+                return {"skipped": "the server holds this state or a later one"}
         folder = self.root.parent / f".{self.root.name}.publish-{uuid.uuid4().hex[:8]}"
         try:
             with self._writer():
@@ -331,10 +339,14 @@ def fetch(store: ChromaStore, root: Path, expect: dict[str, Any]) -> Fetched | N
                 log.info("the published lexical index was built with other settings (%s); not used",
                          {k: lex.get(k) for k in expect})
                 return None
+            state = (int(lex["state"][0]), int(lex["state"][1]))  # a malformed manifest fails before any install
             size = _download(store, manifest, root)
         except ShareError as e:
             if attempt == 1:
-                again = published(store)
+                try:
+                    again = published(store)
+                except Exception:  # the server: the warning below says what matters
+                    again = None
                 if again is not None and manifest is not None \
                         and again.get("lex", {}).get("commit") != manifest.get("lex", {}).get("commit"):
                     continue
@@ -344,7 +356,6 @@ def fetch(store: ChromaStore, root: Path, expect: dict[str, Any]) -> Fetched | N
             log.warning("fetching the published lexical index failed (%s: %s); rebuilding from the store",
                         type(e).__name__, e)
             return None
-        state = (int(lex["state"][0]), int(lex["state"][1]))
         same = manifest.get("collection_id") == str(getattr(store.collection, "id", ""))
         fetched = Fetched(state, same, time.perf_counter() - t0, size)
         log.info("lexical index installed from %s: %.1f MB in %.1f s (state %s)",
@@ -368,7 +379,7 @@ def _download(store: ChromaStore, manifest: dict[str, Any], root: Path) -> int:
     try:
         for f in sorted(files, key=lambda f: f["name"] == CATALOG):  # the catalog (the manifest) last
             name = f["name"]
-            if not _SAFE_NAME.match(name):
+            if not _SAFE_NAME.fullmatch(name):
                 raise ShareError(f"unexpected file name {name!r}")
             path = tmp / name
             path.parent.mkdir(exist_ok=True)
@@ -407,9 +418,11 @@ def _download_file(col: Any, f: dict[str, Any], path: Path) -> None:
                 if hashlib.sha256(data).hexdigest() != md.get("piece_sha256"):
                     raise ShareError(f"{f['name']}: piece {pid} does not match its checksum")
                 try:
-                    block = z.decompress(data)
+                    block = z.decompress(data, int(f["size"]) - size + 1)  # never more than the file's size
                 except zlib.error as e:
                     raise ShareError(f"{f['name']}: piece {pid} does not decompress ({e})") from e
+                if z.unconsumed_tail or size + len(block) > int(f["size"]):
+                    raise ShareError(f"{f['name']}: piece {pid} expands past the file's {f['size']} bytes")
                 h.update(block)
                 size += len(block)
                 out.write(block)
