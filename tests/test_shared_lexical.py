@@ -44,6 +44,15 @@ def other_host(lib: Library, home: Path) -> tuple[ChromaStore, LexicalIndex]:
     return store, LexicalIndex.for_store(home, store)
 
 
+def host_a(lib: Library, papers: range, rng: random.Random) -> tuple[LexicalIndex, dict | None]:
+    """Write ``papers`` to the store, sync host A's index (its home is the library's) and wait for its publish
+    round; A and that round's report."""
+    lib.write([make_paper(rng, i) for i in papers])
+    a = LexicalIndex.for_store(lib.settings.home, lib.store)
+    a.sync(lib.store)
+    return a, a.wait_shared()
+
+
 def messages(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == name]
 
@@ -60,10 +69,7 @@ def test_a_second_host_installs_the_published_index_and_follows_by_increments(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     rng = random.Random(10)
-    lib.write([make_paper(rng, i) for i in range(60)])
-    a = LexicalIndex.for_store(lib.settings.home, lib.store)
-    a.sync(lib.store)
-    first = a.wait_shared()
+    a, first = host_a(lib, range(60), rng)
     assert first is not None and first["uploaded_bytes"] > 0 and first["files"] > 3
     assert shared_lexical.published(lib.store)["lex"]["state"] == list(lib.state())  # type: ignore[index]
 
@@ -97,15 +103,13 @@ def test_a_second_host_installs_the_published_index_and_follows_by_increments(
 
 
 def test_a_publisher_never_deletes_what_the_live_manifest_names(
-        lib: ServerLibrary, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        lib: ServerLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     """B publishes; another host's manifest lands between B's manifest and B's clean-up (two hosts writing at
     once). B's clean-up must keep that manifest's files, or every new host would find pieces missing."""
     caplog.set_level(logging.INFO)
     rng = random.Random(15)
-    lib.write([make_paper(rng, i) for i in range(30)])
-    a = LexicalIndex.for_store(lib.settings.home, lib.store)
-    a.sync(lib.store)
-    a.wait_shared()
+    a, _ = host_a(lib, range(30), rng)
     lib.write([make_paper(rng, i) for i in range(30, 36)])
     a.sync(lib.store)  # A's new commit: a new segment and catalog, not published yet (A is the other writer)
     a.wait_shared()
@@ -131,11 +135,9 @@ def test_a_publisher_never_deletes_what_the_live_manifest_names(
     folder = tmp_path / "snap-b"
     with b._writer():
         snap = shared_lexical.snapshot(b.root, folder)
-    shared_lexical.published = racing  # type: ignore[assignment]
-    try:
-        shared_lexical.publish(store_b, snap)
-    finally:
-        shared_lexical.published = real  # type: ignore[assignment]
+    monkeypatch.setattr(shared_lexical, "published", racing)
+    shared_lexical.publish(store_b, snap)
+    monkeypatch.setattr(shared_lexical, "published", real)
     assert len(calls) == 2
     store_c, c = other_host(lib, tmp_path / "home-c")
     caplog.clear()
@@ -152,10 +154,7 @@ def test_a_host_whose_index_is_far_behind_starts_from_the_published_one(
     store_b, b = other_host(lib, tmp_path / "home-b")
     b.sync(store_b)  # B has its own index of 1,200 papers
     b.wait_shared()
-    lib.write([make_paper(rng, i) for i in range(1200, 2600)])  # more than half the library is new
-    a = LexicalIndex.for_store(lib.settings.home, lib.store)
-    a.sync(lib.store)
-    a.wait_shared()
+    host_a(lib, range(1200, 2600), rng)  # more than half the library is new, and A publishes it
     monkeypatch.setattr(store_b, "iter_metadata", no_full_read(store_b))
     b.sync(store_b)
     assert b.state == lib.state() and len(b) == 2600
@@ -169,10 +168,7 @@ def test_a_damaged_published_index_falls_back_to_a_rebuild(lib: ServerLibrary, t
                                                            caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     rng = random.Random(12)
-    lib.write([make_paper(rng, i) for i in range(40)])
-    a = LexicalIndex.for_store(lib.settings.home, lib.store)
-    a.sync(lib.store)
-    a.wait_shared()
+    a, _ = host_a(lib, range(40), rng)
     side = shared_lexical._side(lib.store, create=False)
     manifest = shared_lexical.published(lib.store)
     assert manifest is not None
@@ -210,10 +206,7 @@ def test_a_failed_publish_is_a_warning_and_the_sync_still_works(lib: ServerLibra
 
     monkeypatch.setattr(shared_lexical, "publish", refuse)
     rng = random.Random(13)
-    lib.write([make_paper(rng, i) for i in range(20)])
-    a = LexicalIndex.for_store(lib.settings.home, lib.store)
-    a.sync(lib.store)
-    a.wait_shared()
+    a, _ = host_a(lib, range(20), rng)
     assert len(a) == 20 and shared_lexical.published(lib.store) is None
     assert any("publishing the lexical index" in m and "failed" in m
                for m in messages(caplog, "rag.index.shared_lexical"))
