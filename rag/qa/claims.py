@@ -429,6 +429,7 @@ class Source:
     derived: notation.Values
     formulas: tuple[tuple[str, ...], ...]
     squashed: str  # folded text for names with digits
+    loose_formulas: tuple[tuple[str, ...], ...] = ()  # ``formulas`` read loosely (``notation.loose``)
     index: dict[str, list[Position]] = field(default_factory=dict)  # term key → where a word has that term
     flipped: dict[str, list[Position]] = field(default_factory=dict)  # … has it behind a negative prefix
     poles: dict[int, list[tuple[int, Position]]] = field(default_factory=dict)  # pole pair → (side, where)
@@ -447,8 +448,9 @@ class Source:
         stated, derived = notation.source_values(texts)
         formulas = tuple(notation.canonical(f) for t in texts for _, _, f in notation.formula_spans(t))
         every = terms | frozenset(analyze(folded)) | frozenset(t for s in texts for t in analyze(s))
-        src = cls(tuple(sentences), extra, every, tuple(words(s) for s in sentences), stated, derived,
-                  tuple(f for f in formulas if f), _squash(folded))
+        kept = tuple(f for f in formulas if f)
+        src = cls(tuple(sentences), extra, every, tuple(words(s) for s in sentences), stated, derived, kept,
+                  _squash(folded), tuple(notation.loose(f) for f in kept))
         for si, sw in enumerate(src.words):
             for j, w in enumerate(sw):
                 pos = (si, j)
@@ -499,8 +501,9 @@ def formula_reasons(statement: str, source: Source) -> tuple[list[str], str]:
         if not notation.checked(tokens):
             continue
         blanked = blanked[:a] + " " * (b - a) + blanked[b:]
+        loose = notation.loose(tokens)
         if not any(notation.contains(f, tokens) for f in source.formulas) and not any(
-                notation.contains(notation.loose(f), notation.loose(tokens)) for f in source.formulas):
+                notation.contains(f, loose) for f in source.loose_formulas):
             bad.append(statement[a:b])
     return ([f"{', '.join(reversed(bad))} not in the abstract"] if bad else []), blanked
 
@@ -527,12 +530,8 @@ def count_reasons(statement: str, source: Source) -> list[str]:
             continue  # a number the source never states is the number rule's
         theirs = [v for v, terms in source.counts if _shares(mine, terms)]
         if theirs and value not in theirs:
-            bad.append(f"{_decimal(value)} {first}".strip())
+            bad.append(f"{notation.decimal(value)} {first}".strip())
     return [f"{', '.join(bad)}: the abstract counts {'these' if len(bad) > 1 else 'this'} differently"] if bad else []
-
-
-def _decimal(v: float) -> str:
-    return str(int(v)) if v.is_integer() else str(v)
 
 
 def name_reasons(statement: str, source: Source) -> list[str]:

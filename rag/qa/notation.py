@@ -43,7 +43,8 @@ def fold_symbols(text: str) -> str:
     return re.sub(r"[${}^_\\]", "", s)
 
 
-def _decimal(v: float) -> str:
+def decimal(v: float) -> str:
+    """A number as written: 7.0 → "7", 0.25 → "0.25"."""
     s = f"{v:.12f}".rstrip("0").rstrip(".")
     return s or "0"
 
@@ -55,7 +56,7 @@ _NUMERIC_ROOT = re.compile(r"(?<![\w.^{/])(?:(\d+(?:\.\d+)?)\s*)?(?:\\sqrt\s*\{\
 
 def _root_value(m: re.Match[str]) -> str:
     factor = float(m.group(1)) if m.group(1) else 1.0
-    return _decimal(round(factor * math.sqrt(float(m.group(2) or m.group(3))), 6))
+    return decimal(round(factor * math.sqrt(float(m.group(2) or m.group(3))), 6))
 
 
 def numeric_text(text: str) -> str:
@@ -70,12 +71,12 @@ def numeric_text(text: str) -> str:
 
     def power(m: re.Match[str]) -> str:
         base = float(m.group(1)) if m.group(1) else 1.0
-        return _decimal(base * 10 ** int(m.group(2)))
+        return decimal(base * 10 ** int(m.group(2)))
 
     s = re.sub(r"(?<![\w.^])(?:(\d+(?:\.\d+)?)\s*[×x·]\s*)?10\s*\^\s*\{?\s*([-+]?\d{1,2})\s*\}?(?!\d|\.\d)", power, s)
     s = _NUMERIC_ROOT.sub(_root_value, s)
     s = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([-+]?\d{1,2})(?!\w|\.\d)",
-               lambda m: _decimal(float(m.group(1)) * 10 ** int(m.group(2))), s)
+               lambda m: decimal(float(m.group(1)) * 10 ** int(m.group(2))), s)
     s = re.sub(r"(?<![\w\d])×\s*(\d+(?:\.\d+)?)(?![\d.])", r"\1×", s)  # "×2" → "2×"
     # Math that is now only a number ("$64$", "$99.42%$", "$0.001$") loses its dollars.
     return re.sub(r"\$\s*([-+]?[\d.,]+\s*[%×]?\s*(?:µ\w*)?)\s*\$", r"\1", s)
@@ -287,7 +288,7 @@ _COMPOUND_GAP = re.compile(r"\s*,?\s*(?:and\s+)?")
 
 def _time_unit(unit: str) -> float:
     u = unit.lower()
-    return _TIME_UNITS.get(u) or _TIME_UNITS.get(u.rstrip("s")) or _TIME_UNITS[u[:-1]]
+    return _TIME_UNITS.get(u) or _TIME_UNITS[u.rstrip("s")]
 
 
 def _durations(text: str) -> list[tuple[int, int, Quantity]]:
