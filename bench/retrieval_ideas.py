@@ -46,7 +46,9 @@ class _QuestionAware(Retriever):
 
 
 class SentenceMax(_QuestionAware):
-    _sentences: dict[str, np.ndarray] = {}
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sentences: dict[str, np.ndarray] = {}  # paper id → its sentence vectors, for this store only
 
     def _fuse(self, lists: list[tuple[Scored, float]]) -> dict[str, float]:
         if self.mode != "hybrid":
@@ -65,7 +67,10 @@ class SentenceMax(_QuestionAware):
 
 class Proximity(_QuestionAware):
     weight = 0.25
-    _seqs: dict[str, list[str]] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._seqs: dict[str, list[str]] = {}  # paper id → its analysed text, for this store only
 
     def bm25_rank(self, terms: dict[str, float], n: int, allowed: np.ndarray | None) -> list[tuple[str, float]]:
         base = super().bm25_rank(terms, max(n, 100), allowed)
