@@ -1,6 +1,7 @@
 """Labels and summary lines of the untitled sample papers against hand-written references.
 
     python -m bench.labels [--out reports/labels.json]
+    python -m bench.labels --titles [--out reports/labels-titles.json] [--show-dev N]
 
 Ingests ``data/sample`` into a throwaway home and reads every paper back as the store holds it. For each line of
 ``evals/sets/sample_labels.jsonl`` (criterion in evals/sets/README.md) it reports:
@@ -16,11 +17,24 @@ Ingests ``data/sample`` into a throwaway home and reads every paper back as the 
   paper…, else before the reference sentence).
 
 Prints a table (totals first) and writes the per-paper rows and totals as JSON.
+
+``--titles`` scores the labelling rules on text alone (no ingest, a few seconds) against the real titles of the
+NeurIPS 2013–2015 abstracts (``../shared/datasets/nips-2013-2015/*.csv``, rows deduplicated by title and
+abstract), a check of how the rules, written on the 40 sample papers, carry over to papers they never saw. Each
+title is the reference: title recall (its stemmed content words found in ``paper_phrase`` of the abstract as
+ingest normalises it), title identifiers named (words with two or more capitals in the title's head, before any
+colon: "RDC", "SVRG", "PAC-Bayes"; a paper counts when the label names one of them), and how many abstracts
+state no contribution the rules find (``label_phrase`` empty, so ``key_phrase`` decides). Beside it the same
+figures for a naive label, the first sentence of the abstract clipped to the same length. Papers split by a
+stable hash of the title into ``dev`` (change the rules looking at these) and ``heldout`` (report only: the
+JSON keeps per-paper rows for ``dev`` alone, and ``--show-dev`` prints only dev rows).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import hashlib
 import json
 import logging
 import re
@@ -33,17 +47,19 @@ from evals.sets import SETS_DIR, rule_matches
 from evals.throwaway import throwaway_runtime
 from rag.analysis import analyze
 from rag.config import get_settings
+from rag.contribution import clip_phrase, label_phrase, paper_phrase
 from rag.qa.evidence import EvidenceIndex
 from rag.qa.generate import GenerationInput
 from rag.qa.generate.extractive import ExtractiveGenerator, attribute
 from rag.qa.retrieval import PaperHit
 from rag.records import StoredPaper, authors_short
 from rag.resources import sample_corpus
-from rag.text import plain_text
+from rag.text import normalize_abstract, plain_text, split_sentences, strip_html
 
 log = logging.getLogger(__name__)
 
 REFERENCE = SETS_DIR / "sample_labels.jsonl"
+NEURIPS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "nips-2013-2015"
 _OWN_VOICE = re.compile(r"\b(?:we|our|us)\b|\bthis (?:paper|work|study|article)\b|\bhere\b", re.I)
 _IDENT = re.compile(r"[^\W_][\w\-]*")
 
@@ -142,6 +158,94 @@ def run() -> dict[str, Any]:
     return {"totals": totals, "papers": rows}
 
 
+def title_split(title: str) -> str:
+    """``dev`` or ``heldout``: half the titles each, by a hash of the folded title (stable across runs)."""
+    digest = hashlib.sha256(" ".join(title.split()).casefold().encode()).digest()
+    return "dev" if digest[0] % 2 == 0 else "heldout"
+
+
+def neurips_papers(folder: Path = NEURIPS) -> list[dict[str, str]]:
+    """``{"title", "abstract", "split"}`` of each distinct NeurIPS paper; the abstract as ingest stores it."""
+    seen: set[tuple[str, str]] = set()
+    out: list[dict[str, str]] = []
+    for f in sorted(folder.glob("*.csv")):
+        with f.open(encoding="utf-8", newline="") as fh:
+            for row in csv.DictReader(fh):
+                title = " ".join(strip_html(row["Title"]).split())
+                abstract = normalize_abstract(row["Abstract"])
+                if not title or not abstract or (title, abstract) in seen:
+                    continue
+                seen.add((title, abstract))
+                out.append({"title": title, "abstract": abstract, "split": title_split(title)})
+    return out
+
+
+def first_sentence(abstract: str) -> str:
+    """The naive label: the abstract's first sentence, clipped like a label."""
+    sents = split_sentences(plain_text(abstract))
+    return clip_phrase(sents[0]) if sents else ""
+
+
+def title_identifiers(title: str) -> list[str]:
+    head = title.split(":", 1)[0]
+    return [w for w in _IDENT.findall(head) if sum(c.isupper() for c in w) >= 2]
+
+
+def title_scores(title: str, label: str) -> dict[str, Any]:
+    want, got = set(analyze(title)), set(analyze(label))
+    ids = title_identifiers(title)
+    words = {w.casefold() for w in _IDENT.findall(label)}
+    return {"recall": round(len(want & got) / len(want), 4) if want else None,
+            "ids": ids, "named": any(i.casefold() in words for i in ids) if ids else None}
+
+
+def _title_totals(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    scored = [r[key]["recall"] for r in rows if r[key]["recall"] is not None]
+    with_ids = [r for r in rows if r[key]["named"] is not None]
+    return {"title_recall": round(sum(scored) / len(scored), 4),
+            "identifier_named": f"{sum(bool(r[key]['named']) for r in with_ids)}/{len(with_ids)}",
+            "empty": sum(not r[key]["label"] for r in rows)}
+
+
+def run_titles(folder: Path = NEURIPS) -> dict[str, Any]:
+    """Title figures of ``paper_phrase`` and of the first-sentence baseline, per split."""
+    rows: list[dict[str, Any]] = []
+    for p in neurips_papers(folder):
+        label = paper_phrase(p["abstract"])
+        base = first_sentence(p["abstract"])
+        rows.append({"split": p["split"], "title": p["title"],
+                     "fallback": not label_phrase(p["abstract"]),
+                     "label": {"label": label, **title_scores(p["title"], label)},
+                     "baseline": {"label": base, **title_scores(p["title"], base)}})
+    totals: dict[str, Any] = {}
+    for split in ("dev", "heldout", "all"):
+        part = [r for r in rows if split in ("all", r["split"])]
+        totals[split] = {"papers": len(part), "label": _title_totals(part, "label"),
+                         "fallback": sum(r["fallback"] for r in part),
+                         "baseline": _title_totals(part, "baseline")}
+    return {"totals": totals, "dev_papers": [r for r in rows if r["split"] == "dev"]}
+
+
+def titles_to_text(result: dict[str, Any], show_dev: int = 0) -> str:
+    lines = ["| split | papers | label title recall | label identifier named | label empty | "
+             "no contribution found (key_phrase fallback) | first-sentence recall | first-sentence identifier "
+             "named |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for split, t in result["totals"].items():
+        lab, base = t["label"], t["baseline"]
+        lines.append(f"| {split} | {t['papers']} | {lab['title_recall']:.3f} | {lab['identifier_named']} | "
+                     f"{lab['empty']} | {t['fallback']} | {base['title_recall']:.3f} | {base['identifier_named']} |")
+    if show_dev:
+        lines += ["", "| recall | named | title | label |", "|---:|:-:|---|---|"]
+        mark = {True: "y", False: "n", None: "–"}
+        for r in result["dev_papers"][:show_dev]:
+            lab = r["label"]
+            rec = "–" if lab["recall"] is None else f"{lab['recall']:.2f}"
+            lines.append(f"| {rec} | {mark[lab['named']]} | {r['title']} | {lab['label']} |")
+    m = result["meta"]
+    lines += ["", f"`{m['command']}` · {m['machine']} · {m['seconds']:.1f} s wall"]
+    return "\n".join(lines)
+
+
 def to_text(result: dict[str, Any]) -> str:
     t = result["totals"]
     lines = ["| papers | label recall | method named | answer summary = reference | answer background | "
@@ -163,10 +267,25 @@ def to_text(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path("reports/labels.json"))
+    ap.add_argument("--out", type=Path, default=None,
+                    help="JSON report (default reports/labels.json, with --titles reports/labels-titles.json)")
+    ap.add_argument("--titles", action="store_true",
+                    help="score labels against NeurIPS titles (dev and held-out halves) instead of the sample")
+    ap.add_argument("--show-dev", type=int, default=0, metavar="N",
+                    help="with --titles: print the first N dev-split papers' titles and labels")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     t0 = time.perf_counter()
+    if args.titles:
+        out = args.out or Path("reports/labels-titles.json")
+        titles = run_titles()
+        titles["meta"] = {"command": "python -m bench.labels --titles", "machine": machine(),
+                          "seconds": time.perf_counter() - t0}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(titles, indent=1, ensure_ascii=False))
+        print(titles_to_text(titles, args.show_dev))
+        return
+    args.out = args.out or Path("reports/labels.json")
     result = run()
     result["meta"] = {"command": "python -m bench.labels", "machine": machine(),
                       "seconds": time.perf_counter() - t0}

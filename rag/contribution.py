@@ -237,7 +237,7 @@ def _object_of(sentence: str) -> str | None:
     return rest or None
 
 
-def _clip(phrase: str, max_words: int = MAX_WORDS, max_chars: int = MAX_CHARS) -> str:
+def clip_phrase(phrase: str, max_words: int = MAX_WORDS, max_chars: int = MAX_CHARS) -> str:
     """At most ``max_words`` words and ``max_chars`` characters, ending on a content word; "…" when cut."""
     phrase = re.sub(r"\s+", " ", phrase).strip(" ,;:.")
     cut = re.split(r"(?:,\s+(?:which|where|while|thus|thereby|and thus|leading|resulting|enabling|achieving|"
@@ -292,7 +292,7 @@ def label_phrase(abstract: str) -> str:
         if desc.casefold() in _GENERIC:
             desc = ""
         if desc and len(head.split()) < MAX_WORDS - 2:
-            body = _clip(desc, MAX_WORDS - len(head.split()), MAX_CHARS - len(head) - 2)
+            body = clip_phrase(desc, MAX_WORDS - len(head.split()), MAX_CHARS - len(head) - 2)
             if body and body.casefold() != head.casefold():
                 return f"{head}: {body[0].lower() + body[1:] if not body[:2].isupper() else body}"
         return head
@@ -303,7 +303,7 @@ def label_phrase(abstract: str) -> str:
     named = _names(sentence)
     if named and re.match(r"(?:it|they)\s", obj, re.I):  # "…demonstrate that it optimizes" → "PMD-mean optimizes"
         obj = named[0].name + obj[obj.index(" "):]
-    return _clip(obj)
+    return clip_phrase(obj)
 
 
 def paper_phrase(abstract: str) -> str:
