@@ -1,4 +1,4 @@
-"""Store oracles the tests share, read through the same store calls the product makes.
+"""Store oracles the tests share, read through the same store calls the product makes, and a spy on scoring.
 
 The product never lists every chunk, so these rebuild chunk ids from the metadata that ingest writes
 (``paper_id``, ``content_hash``, ``chunk``) and that the lexical index and the catalog read back.
@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
+
 from rag.index.rows import chunk_id
 from rag.index.store import ChromaStore
+from rag.qa.evidence import PaperEvidence, QuestionScorer, SentenceScore
 
 
 def chunk_ids(store: ChromaStore) -> list[str]:
@@ -31,3 +34,16 @@ def store_problems(store: ChromaStore) -> list[str]:
             if have != want:
                 problems.append(f"{pid}#{h}: {have} of {want} chunks")
     return problems
+
+
+def scored_pairs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """From now on (for the test), every (question, paper id) whose sentences a ``QuestionScorer`` scores."""
+    scored: list[tuple[str, str]] = []
+    score = QuestionScorer._score
+
+    def counted(self: QuestionScorer, pi: int, ev: PaperEvidence) -> list[SentenceScore]:
+        scored.append((self.question, ev.paper_id))
+        return score(self, pi, ev)
+
+    monkeypatch.setattr(QuestionScorer, "_score", counted)
+    return scored

@@ -27,6 +27,7 @@ from rag.qa.chain import AnswerChain, Conversation, TurnState  # noqa: E402
 from rag.qa.prompts import CANNOT_ANSWER, SOURCES_OPEN, SYSTEM_PROMPT  # noqa: E402
 from rag.runtime import Runtime  # noqa: E402
 from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+from tests.helpers import scored_pairs  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,19 @@ def test_follow_up_retrieves_the_paper_under_discussion(chain: AnswerChain, ids:
     assert second.retrieved[0]["paper_id"] == ids["EPPO"] and second.cited_ids[:1] == [ids["EPPO"]]
     assert second.standalone_question != second.question and "EPPO" in second.standalone_question
     assert "penalizes" in second.answer and len(conv.turns) == 2
+
+
+def test_a_follow_up_is_scored_against_each_paper_once(chain: AnswerChain, ids: dict[str, str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The follow-up's own words are scored against the retrieved papers once per turn: the re-ranking that keeps
+    the paper under discussion first and the extractive answer read the same scores."""
+    conv = Conversation(chain)
+    conv.ask("What is the energy loss phenomenon in RLHF?")
+    scored = scored_pairs(monkeypatch)
+    answer = conv.ask("What does it penalize?")
+    assert answer.cited_ids[:1] == [ids["EPPO"]] and len(answer.retrieved) > 1
+    follow_up = sorted(p for q, p in scored if q == "What does it penalize?")
+    assert follow_up == sorted(r["paper_id"] for r in answer.retrieved)  # every paper once
 
 
 def test_a_new_question_is_not_treated_as_a_follow_up(chain: AnswerChain, ids: dict[str, str]) -> None:

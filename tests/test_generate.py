@@ -12,12 +12,13 @@ from conftest import SAMPLE
 from rag.analysis import analyze
 from rag.index.lexical import paper_text
 from rag.ingest import loaders
-from rag.qa.evidence import EvidenceIndex
+from rag.qa.evidence import EvidenceIndex, QuestionScorer
 from rag.qa.generate import Generation, GenerationInput
 from rag.qa.generate.extractive import ExtractiveGenerator, asks_for_several, attribute, cite, short_authors
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.qa.retrieval import PaperHit
 from rag.records import StoredPaper
+from tests.helpers import scored_pairs
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +193,23 @@ def test_sentence_vectors_are_cached(gen, papers, evidence) -> None:
     spy.generate(GenerationInput("What does EPPO penalize?", hits(eppo)))
     assert len(first) == 2 and first[0] > 3  # one batch of sentences, then the question
     assert calls == first  # nothing embedded again
+
+
+def test_a_follow_up_scored_by_the_chain_is_not_scored_again(gen, papers, evidence, monkeypatch) -> None:
+    """The chain's follow-up re-ranking hands its scorer over: the generator reads its rows (scored in another
+    order) instead of scoring the follow-up's words again, and answers exactly as when it scores them itself."""
+    eppo, fl, pmd = find(papers, "Yuchun Miao", "EPPO"), find(papers, "Yuhang Li", "Federated"), \
+        find(papers, "Zhenghao Xu", "PMD")
+    follow = "What does it penalize?"
+    standalone = f"{follow} ; What is the energy loss phenomenon in RLHF? ; {eppo.title} ; {eppo.title}"
+    alone = gen.generate(GenerationInput(standalone, hits(eppo, fl, pmd), focus=follow))
+    scorer = QuestionScorer(evidence, follow)
+    scorer.sentences(evidence.papers([pmd, eppo, fl]))  # the retrieved order, before the re-ranking
+    scored = scored_pairs(monkeypatch)
+    handed = gen.generate(GenerationInput(standalone, hits(eppo, fl, pmd), focus=follow, focus_scorer=scorer))
+    assert [q for q, _ in scored] == [standalone] * 3  # the standalone question only: the follow-up was scored
+    assert alone.answerable and alone.sources[0].paper_id == eppo.id
+    assert (handed.text, [h.paper_id for h in handed.sources]) == (alone.text, [h.paper_id for h in alone.sources])
 
 
 def test_attribution_and_markers() -> None:

@@ -85,6 +85,7 @@ class TurnState:
     hits: list[PaperHit] = field(default_factory=list)
     total_matches: int | None = None  # papers matching the filters (listings say "5 of 8")
     query_vector: np.ndarray | None = None
+    focus_scorer: QuestionScorer | None = None  # a follow-up's own words, scored against the hits to re-rank them
     # generate and guard: the answer text as it will be produced (``stream`` runs it), then what it gave
     output: Iterator[str | Generation] = field(default_factory=lambda: iter(()))
     generation: Generation | None = None
@@ -266,7 +267,8 @@ class AnswerChain:
         result = self.retriever.search(query, k=state.k, filters=filters)
         hits = result.hits
         if condensed.prefer_ids and hits:
-            hits = self._prefer(hits, condensed)
+            state.focus_scorer = QuestionScorer(self.evidence, condensed.question)
+            hits = self._prefer(hits, condensed, state.focus_scorer)
         if state.listing:
             # Counted from the lexical index's filter fields: a category of a 100k-paper store can match
             # tens of thousands of papers, whose rows are never read just to be counted.
@@ -327,10 +329,10 @@ class AnswerChain:
         return state
 
     # ---- helpers of the stages ----------------------------------------------------------------
-    def _prefer(self, hits: list[PaperHit], condensed: Condensed) -> list[PaperHit]:
-        """Keep the previously cited paper first unless a candidate fits the follow-up's own words clearly better."""
+    def _prefer(self, hits: list[PaperHit], condensed: Condensed, scorer: QuestionScorer) -> list[PaperHit]:
+        """Keep the previously cited paper first unless a candidate fits the follow-up's own words (``scorer``)
+        clearly better."""
         evs = self.evidence.papers([h.paper for h in hits])
-        scorer = QuestionScorer(self.evidence, condensed.question)
         focus = {h.paper_id: max((s.score for s in row), default=0.0)
                  for h, row in zip(hits, scorer.sentences(evs))}
         order = prefer_previous([h.paper_id for h in hits], condensed.prefer_ids, focus,
@@ -348,6 +350,7 @@ class AnswerChain:
             question = state.question
         return GenerationInput(question, state.hits, state.query_vector,
                                focus=condensed.question if condensed.follow_up else None,
+                               focus_scorer=state.focus_scorer,
                                restrict_to=list(condensed.prefer_ids) if condensed.follow_up and is_selection(
                                    condensed.question) else None,
                                filtered=not state.filters.is_empty(), listing=state.listing,

@@ -12,7 +12,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -197,12 +197,16 @@ class EvidenceIndex:
 
 
 class QuestionScorer:
-    """Scores abstract sentences against one question: embedding cosine plus idf-weighted term overlap."""
+    """Scores abstract sentences against one question: embedding cosine plus idf-weighted term overlap.
+
+    A paper's sentences are scored once per scorer: whoever holds the scorer next (a follow-up's scorer goes
+    from the chain's re-ranking to the extractive generator) reads the same rows again, in its own order."""
 
     COSINE_WEIGHT = 0.6
 
     def __init__(self, index: EvidenceIndex, question: str, vector: np.ndarray | None = None) -> None:
         self.question = question
+        self._rows: dict[tuple[str, tuple[str, ...]], list[SentenceScore]] = {}  # by paper id and sentences
         self.vector = vector if vector is not None else index.embed([question])[0]
         self.terms = content_terms(question)
         self.weights = index.idf(self.terms)
@@ -244,17 +248,27 @@ class QuestionScorer:
         return self.lexical(every)
 
     def sentences(self, evidence: Sequence[PaperEvidence]) -> list[list[SentenceScore]]:
-        """Per paper, a score for every sentence (same order as the abstract)."""
+        """Per paper, a score for every sentence (same order as the abstract); ``paper_index`` is the paper's
+        place in ``evidence``. A paper this scorer has scored before is not scored again."""
         out: list[list[SentenceScore]] = []
         for pi, ev in enumerate(evidence):
-            cos = ev.vectors @ self.vector if len(ev.sentences) else np.zeros(0)
-            row = []
-            for si in range(len(ev.sentences)):
-                lex = self.lexical(ev.terms[si])
-                c = float(cos[si])
-                row.append(SentenceScore(pi, si, self.COSINE_WEIGHT * c + (1 - self.COSINE_WEIGHT) * lex, c, lex))
-            out.append(row)
+            key = (ev.paper_id, ev.sentences)
+            row = self._rows.get(key)
+            if row is None:
+                row = self._rows[key] = self._score(pi, ev)
+            elif row and row[0].paper_index != pi:
+                row = [replace(s, paper_index=pi) for s in row]
+            out.append(list(row))  # the caller's own list: the memo's stays as scored
         return out
+
+    def _score(self, pi: int, ev: PaperEvidence) -> list[SentenceScore]:
+        cos = ev.vectors @ self.vector if len(ev.sentences) else np.zeros(0)
+        row = []
+        for si in range(len(ev.sentences)):
+            lex = self.lexical(ev.terms[si])
+            c = float(cos[si])
+            row.append(SentenceScore(pi, si, self.COSINE_WEIGHT * c + (1 - self.COSINE_WEIGHT) * lex, c, lex))
+        return row
 
 
 _MATH = re.compile(r"(?<!\\)\$(?!\$)(?:\\\$|[^$])+?(?<!\\)\$")

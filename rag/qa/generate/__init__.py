@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from rag.qa.evidence import QuestionScorer
 from rag.qa.retrieval import PaperHit
 
 Mode = Literal["extractive", "llm"]
@@ -25,6 +26,8 @@ class GenerationInput:
     hits: Sequence[PaperHit]
     vector: np.ndarray | None = None  # the question's embedding, if already computed
     focus: str | None = None  # a follow-up's own words (``question`` is then the expanded standalone one)
+    # ``focus`` already scored against the hits (the chain's follow-up re-ranking did), so it is not scored again
+    focus_scorer: QuestionScorer | None = None
     restrict_to: list[str] | None = None  # "which of them…": only these papers (and the first hit) may be cited
     filtered: bool = False  # the user (or the question) restricted the papers
     listing: bool = False  # the question only asks which papers match the filters

@@ -277,7 +277,9 @@ class ExtractiveGenerator:
         ranking = support
         if inp.focus and inp.focus != inp.question:
             # A follow-up: the expanded question finds the papers, the follow-up's own words pick what to say.
-            focus = QuestionScorer(self.evidence, inp.focus)
+            focus = inp.focus_scorer
+            if focus is None or focus.question != inp.focus:
+                focus = QuestionScorer(self.evidence, inp.focus)
             frows = focus.sentences(evs)
             rows = [[SentenceScore(a.paper_index, a.sentence, (a.score + b.score) / 2, (a.cosine + b.cosine) / 2,
                                    (a.lexical + b.lexical) / 2) for a, b in zip(r, fr)] for r, fr in zip(rows, frows)]
