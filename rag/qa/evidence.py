@@ -110,15 +110,17 @@ _ALTERNATIVES = re.compile(r"\s+(?:or|versus|vs\.?)\s+", re.I)
 ENTITY = re.compile(r"(?<![\w-])(?:[A-Z][a-z]*[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za-z]+-?\d[\w-]*|[a-z]+-[A-Z][\w-]*)")
 
 
-def entities(question: str) -> list[frozenset[str]]:
+@lru_cache(maxsize=1024)
+def entities(question: str) -> tuple[frozenset[str], ...]:
     """Named things in a question (acronyms, CamelCase, names with digits: "EVO", "FedGMT", "PMD-mean"),
-    each as its analysed terms."""
-    out = []
+    each as its analysed terms. Read once per question: retrieval's identifier anchor and the extractive
+    generator's anchored papers both start from them."""
+    out: list[frozenset[str]] = []
     for m in ENTITY.finditer(question):
         terms = frozenset(content_terms(m.group(0))) or frozenset(analyze(m.group(0)))
         if terms and terms not in out:
             out.append(terms)
-    return out
+    return tuple(out)
 
 
 def _paper_key(paper: StoredPaper) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -330,7 +330,7 @@ class ExtractiveGenerator:
         passages = [t | ev.terms[j + 1] if j + 1 < len(ev.terms) else t for j, t in enumerate(ev.terms)]
         return max((scorer.rare_coverage(t) for t in passages), default=0.0)
 
-    def _anchored(self, named: list[frozenset[str]], evs: list[PaperEvidence]) -> set[int]:
+    def _anchored(self, named: Sequence[frozenset[str]], evs: list[PaperEvidence]) -> set[int]:
         """Papers holding a rare thing the question names ("Compare EVO and MICE"), provided every named
         thing is found among the papers and each is held by few of them (a name most candidates share,
         like "LLM" among LLM papers, tells none apart); empty otherwise."""
