@@ -30,15 +30,33 @@ from rag.text import BACKGROUND_ACRONYMS as TEXT_BACKGROUND
 from rag.text import acronym_phrase, key_phrase, plain_text_keep_emphasis, split_sentences
 
 _WE = r"(?:we|this (?:paper|work|study|article)|here(?:,)? we|our (?:work|paper|study))"
-_ADV = r"(?:\w+ly\s+|also\s+|further\s+|then\s+|first\s+|here\s+|thus\s+|therefore\s+|now\s+)?"
+_ADV = (r"(?:\w+ly\s+|also\s+|further\s+|then\s+|first\s+|here\s+|thus\s+|therefore\s+|now\s+|instead\s+|"
+        r"hence\s+|next\s+)?")
 _PROPOSE_VERBS = (r"propos|introduc|present|develop|design|devis|build|buil|construct|formulat|creat|offer|"
-                  r"put forward|establish a|establish an|establish the")
+                  r"describ|put forward|establish a|establish an|establish the")
 _FIND_VERBS = (r"show|find|found|prove|demonstrat|reveal|identif|establish|discover|observ|uncover|"
                r"characteriz|characteris|derive|obtain|report|confirm|highlight")
-_STUDY_VERBS = r"stud|investigat|analy[sz]|explor|examin|revisit|consider|tackl|address|focus"
+_STUDY_VERBS = (r"stud|investigat|analy[sz]|explor|examin|re-?examin|revisit|consider|tackl|address|focus|extend|"
+                r"generaliz|generalis|seek|initiat")
+# "we provide / give" proposes only when a method follows ("we give an efficient algorithm"); "we provide bounds,
+# comparisons…" does not.
+_METHOD_NOUN = (r"algorithms?|methods?|frameworks?|approach(?:es)?|models?|procedures?|schemes?|techniques?|"
+                r"estimators?|samplers?|mechanisms?|architectures?|systems?|solvers?|heuristics?|protocols?|policy|"
+                r"policies|networks?|methodology")
+_GIVE = rf"(?:provid|giv)\w*(?=\s+(?:[\w\-,]+\s+){{0,5}}?(?:{_METHOD_NOUN})\b)"
 _OWN = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_PROPOSE_VERBS}|{_FIND_VERBS}|{_STUDY_VERBS})\w*", re.I)
-_PROPOSE = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_PROPOSE_VERBS})\w*|"
-                      r"\bwe\b[^.;]{0,250}?\band\s+(?:then\s+)?(?:introduce|propose|present|develop|design)\b", re.I)
+_PROPOSE = re.compile(rf"\b{_WE}\s+{_ADV}(?:(?:{_PROPOSE_VERBS})\w*|{_GIVE})|"
+                      r"\bwe\b[^.;]{0,250}?\band\s+(?:then\s+)?(?:introduce|propose|present|develop|design)\b|"
+                      # "our main contribution is a new procedure called…", "our proposed approach X combines…"
+                      r"\b(?:our|the|this paper's)\s+(?:(?:main|first|second|key|primary|principal|major|central|"
+                      r"essential|technical|core)\s+)*contributions?\s+(?:of (?:this|the) (?:paper|work)\s+)?"
+                      r"(?:is|are|consists? (?:of|in))\b|"
+                      r"\bour\s+(?:main|first|key|primary|principal|central)\s+results?\s+(?:is|are)(?=\s+(?:a|an)\s)|"
+                      r"\bour (?:newly )?proposed\b", re.I)
+# "…, a Bayesian framework for X is proposed": the proposal in the passive, its object before the verb.
+_PASSIVE = re.compile(r"(?:^|[,;:]\s+|\bthis (?:paper|work),?\s+)(?P<obj>(?:a|an|two|three|several|new|novel)\s+"
+                      r"[^,;]{3,150}?)\s+(?:is|are)\s+(?:\w+ly\s+|here\s+|then\s+)?(?:proposed|presented|"
+                      r"introduced|developed|described|derived)\b", re.I)
 _FIND = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_FIND_VERBS})\w*\b(?:[^.;]{{0,90}}?)\s+(?:that|how|whether)\b|"
                    r"\b(?:our|these|the)\s+(?:\w+\s+)?(?:results?|findings?|analys[ie]s|experiments?|theory|"
                    r"evaluations?)\s+(?:\w+ly\s+)?(?:show|suggest|reveal|demonstrate|indicate|establish|prove)",
@@ -64,8 +82,8 @@ _RELEASE = re.compile(r"https?://|\b(?:code|implementation)\b[^.]{0,60}\b(?:avai
 _DATA_WORDS = re.compile(r"\b(?:dataset|data set|benchmark|corpus|suite|task|testbed|leaderboard)s?\b", re.I)
 _NOVEL = re.compile(r"\b(?:novel|new|first|simple|general|unified|principled)\b", re.I)
 _ACRONYM_DEF = re.compile(r"((?:[\w\-–²]+\s+){0,9}[\w\-–²]+)\s+\(([A-Z][A-Za-z0-9\-]*[A-Z0-9][A-Za-z0-9\-]*)\)")
-_CALLED = re.compile(r"\b(?:called|named|namely|dubbed|termed|coined|entitled)\s+\*{0,2}([A-Z][\w\-]*[A-Za-z0-9]"
-                     r"(?:\s+[A-Z][\w\-]*){0,4})")
+_CALLED_WORDS = r"called|named|namely|dubbed|termed|coined|entitled|we call|we term|we dub|we name|refer to as"
+_CALLED = re.compile(rf"\b(?:{_CALLED_WORDS})\s+[\"“]?\*{{0,2}}([A-Z][\w\-]*[A-Za-z0-9](?:\s+[A-Z][\w\-]*){{0,4}})")
 # A coined name: an inner capital, a digit or a hyphen joining capitalised parts (FedGMT, P2L, Self-Debias).
 _COINED = re.compile(r"(?<![\w\-])([A-Z][a-z]*[A-Z0-9][\w]*(?:-[\w]+)*|[A-Z][a-z]+(?:-[A-Z][\w]*)+|"
                      r"[A-Z]{2,}-[a-z]+)(?![\w\-])")
@@ -112,6 +130,8 @@ def _role(sentence: str, index: int, first_voice: int | None) -> Role:
     s = sentence.strip()
     own = _OWN.search(s)
     if _PROPOSE.search(s) and not _FIND.search(s[:_PROPOSE.search(s).start()]):  # type: ignore[union-attr]
+        return Role.PART if _PART.search(s) else Role.PROPOSAL
+    if _PASSIVE.search(s):
         return Role.PART if _PART.search(s) else Role.PROPOSAL
     if _FIND.search(s):
         return Role.FINDING
@@ -200,8 +220,30 @@ def _names(sentence: str) -> list[_Name]:
 
 
 def _is_called(text: str, n: _Name) -> bool:
-    return text[max(0, n.start - 12):n.start].strip().split(" ")[-1].lower() in (
-        "called", "named", "namely", "dubbed", "termed", "coined", "entitled")
+    return bool(re.search(rf"\b(?:{_CALLED_WORDS})\s*[\"“]?$", text[max(0, n.start - 16):n.start].rstrip(), re.I))
+
+
+# Words that, between the verb and a name, put the name in a phrase of its own: "a technique for speeding up
+# Alternating Least Squares (ALS)", "an inference algorithm for NRMM models" name what the proposal is for or uses.
+_INSIDE = re.compile(r"\b(?:for|of|to|in|on|with|using|via|from|by|based|under|over|than|between|into|against|that|"
+                     r"which|where|whose|when|while|up|through|within|beyond|across|toward|towards)\b", re.I)
+_FUNCTION = {"which", "that", "to", "for", "in", "on", "with", "by", "via", "and", "or", "is", "are", "as", "of",
+             "from", "the", "a", "an", "based", "using", "we", "where", "whose", "while", "when", "can", "will",
+             "built", "designed", "inspired", "tailored", "specialized", "aimed", "capable", "able", "consisting"}
+
+
+def _modifies(text: str, n: _Name) -> bool:
+    """The name only qualifies the noun that follows it ("a compressed sensing (CS) calcium imaging framework",
+    "PAC-style sample complexity rates", "a Metropolis-Hastings algorithm with…"): the proposal is that noun,
+    not a thing of that name. A name followed by a generic noun ("the FooNet framework", "EVO algorithm") still
+    names it, unless it is a hyphenated modifier ("PAC-style method")."""
+    nxt = re.match(r"\s*([a-z][\w\-]*)", text[n.end:])
+    if not nxt:
+        return False
+    word = nxt.group(1)
+    if word in _FUNCTION or (word.endswith("s") and not word.endswith("ss")):  # "…(ACR) achieves": a verb
+        return False
+    return word not in _GENERIC or "-" in n.name and n.name[-1].islower()
 
 
 def method_name(sentence: str, skip_data: bool = True) -> _Name | None:
@@ -209,11 +251,16 @@ def method_name(sentence: str, skip_data: bool = True) -> _Name | None:
     text = sentence.replace("*", "")
     verb = _PROPOSE.search(text) or _OWN.search(text)
     after = verb.end() - len(verb.group(0).split()[-1]) if verb else 0
+    if verb is None and (passive := _PASSIVE.search(text)):
+        after = passive.start("obj")
     # The name sits in the verb's object: a name further on is something the method uses or is compared to.
     names = [n for n in _names(sentence) if n.end > after and (len(text[after:n.start].split()) <= 12 or _is_called(
         text, n))]
     good = []
     for n in names:
+        # after a comma the name restates the object ("a mechanism based on X, Grouped Cross Attention (GCA)")
+        if not _is_called(text, n) and (_INSIDE.search(text[after:n.start].rsplit(",", 1)[-1]) or _modifies(text, n)):
+            continue
         around = (n.long or "") + " " + " ".join(text[n.end:].split()[:6]) + " " + text[max(0, n.start - 25):n.start]
         if skip_data and _DATA_WORDS.search(around) and not re.search(
                 r"\b(?:model|method|framework|algorithm|approach|attack|network|architecture)\b", around, re.I):
@@ -227,7 +274,12 @@ def method_name(sentence: str, skip_data: bool = True) -> _Name | None:
 def _object_of(sentence: str) -> str | None:
     """What "we propose/show…" governs: the object, up to the end of its clause."""
     text = sentence.replace("*", "")
-    m = _PROPOSE.search(text) or _FIND.search(text) or _STUDY.search(text)
+    m = _PROPOSE.search(text)
+    if not m:
+        passive = _PASSIVE.search(text)
+        if passive:
+            return re.sub(r"^(?:a|an)\s+", "", passive.group("obj"), flags=re.I)
+    m = m or _FIND.search(text) or _STUDY.search(text)
     if not m:
         return None
     rest = text[m.end():]
@@ -283,8 +335,64 @@ def label_phrase(abstract: str) -> str:
     c = analyse(split_sentences(text))
     if c.main is None:
         return ""
-    sentence = c.sentences[c.main]
-    name = method_name(sentence) if c.roles[c.main] == Role.PROPOSAL else None
+    # The contribution sentence, else (when it names nothing: "These guarantees improve on…", or only something
+    # stated elsewhere: "we show that our algorithm is…") the next best sentence in the authors' own voice.
+    labels = [(c.roles[i], _sentence_label(c.sentences[i], c.roles[i], _named_later(c, i)))
+              for i in [c.main] + [i for i in c.ranked() if i != c.main and c.roles[i] >= Role.STUDY]]
+    labels = [(role, label) for role, label in labels if label]
+    return next((label for role, label in labels if not _weak(label, role)), labels[0][1] if labels else "")
+
+
+# A finding that leans on what another sentence states: "our algorithm…", "the problem is…", "such a…", "under
+# these conditions…", "for pairs of vertices…".
+_LEANS = re.compile(r"^(?:our|this|these|those|such|it|they|its|their|there|under|for|with|by|when|if|even|in|"
+                    r"without|among|after|given|unlike|while|although|despite|once|both|each|any|"
+                    r"the (?:proposed|problem|algorithm|method|approach|estimator|model|resulting|same))\b", re.I)
+_COUNT = r"(?:a|an|one|two|three|four|several|some|new|novel|various|many|twofold|threefold)"
+
+
+def _weak(label: str, role: Role) -> bool:
+    """A label that says little on its own: a bare generic noun ("Algorithms", "Two applications",
+    "Twofold"), or a finding about something another sentence names."""
+    words = label.rstrip("…").split()
+    if len(words) <= 2 and not any(sum(ch.isupper() for ch in w) >= 2 or any(ch.isdigit() for ch in w)
+                                   for w in words):
+        rest = [w for w in words if not re.fullmatch(_COUNT, w, re.I)]
+        if not rest or rest[-1].casefold().rstrip("s") in _GENERIC | {"application", "contribution", "result",
+                                                                       "part", "way", "step"}:
+            return True
+    return role in (Role.FINDING, Role.RESULT) and bool(_LEANS.match(label))
+
+
+# "Our algorithm, DFacTo, only requires…", "The proposed algorithm, called Semi-Proximal Mirror-Prox, …", "The
+# proposed NADE-k is…": the name a later sentence gives to the method the contribution sentence proposes unnamed.
+_LATER_NAME = re.compile(rf"\b(?i:our|the proposed|the new|this new)\s+(?:[a-z][\w\-]*\s+){{0,2}}?(?:{_METHOD_NOUN})"
+                         rf"\s*,?\s*(?:(?:{_CALLED_WORDS})\s+)?[\"“]?([A-Z][\w\-]*[A-Za-z0-9](?:\s+[A-Z][\w\-]*){{0,4}})|"
+                         r"\b(?i:the proposed)\s+([A-Z][\w]*[A-Z0-9][\w\-]*)")
+
+
+def _named_later(c: Contribution, index: int) -> str | None:
+    """The name a sentence after ``index`` gives to "our method" (None when ``index`` names its own, or none)."""
+    if c.roles[index] != Role.PROPOSAL or method_name(c.sentences[index]) is not None:
+        return None
+    for s in c.sentences[index + 1:]:
+        for m in _LATER_NAME.finditer(s.replace("*", "")):
+            name = (m.group(1) or m.group(2)).strip()
+            caps = sum(ch.isupper() for ch in name)
+            if name.rstrip("s") not in BACKGROUND_ACRONYMS and (caps >= 2 or " " in name):
+                return name
+    return None
+
+
+def _sentence_label(sentence: str, role: Role, later_name: str | None = None) -> str:
+    """The label one sentence gives: the method it names with what it is, else its object or finding (after
+    ``later_name``, the name another sentence gives the method, when there is one)."""
+    if later_name:
+        what = re.sub(r"^(?:(?:novel|new|simple|general|first)\s+(?:and\s+\w+\s+)?)+", "", _object_of(sentence) or "",
+                      flags=re.I)
+        body = clip_phrase(what, MAX_WORDS - len(later_name.split()), MAX_CHARS - len(later_name) - 2) if what else ""
+        return f"{later_name}: {body[0].lower() + body[1:] if not body[:2].isupper() else body}" if body else later_name
+    name = method_name(sentence) if role == Role.PROPOSAL else None
     if name is not None:
         head = f"{name.long} ({name.name})" if name.long else name.name
         desc = "" if name.long and len(name.long.split()) > 3 else _description(sentence, name)
