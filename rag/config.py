@@ -117,6 +117,10 @@ class EmbeddingSettings(BaseModel):
     cache: bool = Field(True, description="cache embeddings by content hash so re-ingest never recomputes them")
     query_threads: int = Field(1, ge=0, le=64, description="torch threads for small (query-time) embeds; 0 = torch "
                                "default. One thread answers a single question ~20× faster when the CPU is shared")
+    runtime: Literal["auto", "torch"] = Field(
+        "auto", description="local BERT models: auto = ONNX Runtime from the export an ingest writes (checked "
+        "against torch, kept in the cache; a process that only asks never imports torch), torch when there is "
+        "none or on a GPU; torch = always torch")
 
 
 class ChunkSettings(BaseModel):

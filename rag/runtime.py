@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from rag.config import Settings, prepare_runtime
 from rag.index.collections import Collections
 from rag.index.embed_cache import CachedEmbedder
-from rag.index.embeddings import Embedder, make_embedder
+from rag.index.embeddings import Embedder, export_fast_encoder, make_embedder
 from rag.index.lexical import LexicalIndex
 from rag.index.store import ChromaStore
 from rag.ingest.pipeline import Ingestor
@@ -75,7 +75,8 @@ class Runtime:
 
     def ingestor(self, progress: bool = True) -> Ingestor:
         return Ingestor(self.store, self.embedder, self.settings.chunking.max_tokens,
-                        self.settings.chunking.overlap_sentences, on_change=self.index_hooks(), progress=progress,
+                        self.settings.chunking.overlap_sentences,
+                        on_change=[*self.index_hooks(), lambda store: self.export_encoder()], progress=progress,
                         batch_papers=self.settings.ingest.batch_papers,
                         abstract_chars=self.settings.limits.abstract_chars,
                         sentence_vectors=self.settings.ingest.sentence_vectors and self.settings.embeddings.cache)
@@ -83,6 +84,12 @@ class Runtime:
     def index_hooks(self) -> list[Callable[[ChromaStore], None]]:
         """Derived indexes kept in sync by ingest, through the same path as the vectors."""
         return [lambda store: self.lexical.sync(store)]
+
+    def export_encoder(self) -> None:
+        """After an ingest: write the encoder's ONNX export if it has none (``rag.index.onnx_bert``), so processes
+        that only ask questions start without torch."""
+        if self.settings.embeddings.provider != "openai":
+            export_fast_encoder(self.embedder)
 
     def close(self) -> None:
         if self._store is not None:

@@ -1,5 +1,6 @@
-"""The embedders: the plain-torch BERT path gives sentence-transformers' vectors without importing it, and
-provider=openai goes through the OpenAI-compatible stub from ingest to a cited answer."""
+"""The embedders: the plain-torch BERT path gives sentence-transformers' vectors without importing it, its ONNX
+export (written by an ingest) gives the same vectors without importing torch, and provider=openai goes through
+the OpenAI-compatible stub from ingest to a cited answer."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from conftest import SAMPLE, STUB_KEY
 
 from rag.config import Settings
 from rag.errors import ConfigError, UpstreamError
-from rag.index import bert
-from rag.index.embeddings import bundled_model_path, make_embedder
+from rag.index import bert, onnx_bert
+from rag.index.embeddings import DEFAULT_MODEL_SHA256, bundled_model_path, export_fast_encoder, make_embedder
+from rag.runtime import Runtime
 from tests.fakes.openai_server import FakeOpenAIServer
 
 TEXTS = [
@@ -74,6 +76,62 @@ def test_a_cold_process_never_imports_sentence_transformers(tmp_path: Path) -> N
                                             "HOME": str(tmp_path)})
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+
+# ---- the ONNX export: a process that only asks never imports torch ----------------------------------------
+def _embed_in_child(home: Path, tmp_path: Path, **env: str) -> tuple[np.ndarray, list[str]]:
+    """Vectors of TEXTS from a fresh process on ``home``, and which of torch / onnxruntime it imported."""
+    out = tmp_path / "child.npy"
+    code = ("import sys, numpy as np; from rag.config import Settings; from rag.index.embeddings import make_embedder;"
+            f" e = make_embedder(Settings()); np.save({str(out)!r}, e.embed({TEXTS!r})); "
+            "print(sorted(m for m in ('torch', 'onnxruntime') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, cwd=tmp_path,
+                         env={"PATH": "/usr/bin:/bin", "PAPERCHAT_HOME": str(home), "HOME": str(tmp_path), **env})
+    assert run.returncode == 0, run.stderr[-2000:]
+    return np.load(out), json.loads(run.stdout.strip().replace("'", '"'))
+
+
+@pytest.mark.timeout(600)
+def test_an_ingest_writes_the_onnx_export_and_a_process_that_asks_never_imports_torch(embedder,
+                                                                                        tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    rt = Runtime(Settings(home=home))
+    assert rt.embedder.inner._onnx is None  # type: ignore[attr-defined]  # nothing exported yet: torch
+    before, imported = _embed_in_child(home, tmp_path)
+    assert imported == ["torch"]
+    rt.ingestor(progress=False).ingest(SAMPLE[:1])  # an ingest ends by writing the export
+    path = onnx_bert.path_for(rt.settings.cache_dir, DEFAULT_MODEL_SHA256)
+    record = json.loads(path.with_name(path.name + ".json").read_text())
+    assert record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert record["max_abs_difference"] <= onnx_bert.TOLERANCE
+    rt.close()
+    after, imported = _embed_in_child(home, tmp_path)
+    assert imported == ["onnxruntime"]
+    want = embedder.embed(TEXTS)  # torch (the > 256-piece text cut as torch cuts it)
+    assert np.abs(after - want).max() < 1e-5 and np.abs(before - want).max() < 1e-5
+    # embeddings.runtime=torch ignores the export
+    _, imported = _embed_in_child(home, tmp_path, PAPERCHAT_EMBEDDINGS__RUNTIME="torch")
+    assert imported == ["torch"]
+
+
+def test_a_torn_or_foreign_onnx_export_is_never_used(embedder, tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    settings = Settings(home=tmp_path / "home")
+    first = make_embedder(settings)
+    assert export_fast_encoder(first) is True
+    path = onnx_bert.path_for(settings.cache_dir, DEFAULT_MODEL_SHA256)
+    good = path.read_bytes()
+    assert make_embedder(settings)._onnx is not None  # type: ignore[attr-defined]
+    with open(path, "r+b") as f:  # one byte changed in the middle of the weights: same size, other bytes
+        f.seek(len(good) // 2)
+        f.write(bytes([good[len(good) // 2] ^ 0xFF]))
+    torn = make_embedder(settings)
+    assert torn._onnx is None and "does not match its record" in caplog.text  # type: ignore[attr-defined]
+    assert np.abs(torn.embed(TEXTS) - embedder.embed(TEXTS)).max() < 1e-5  # torch, the right vectors
+    assert export_fast_encoder(torn) is True and path.read_bytes() == good  # the next ingest writes it again
+    assert onnx_bert.load(path, "0" * 64) is None  # a record for other weights: not this model's export
+    path.with_name(path.name + ".json").unlink()  # no record (a crash before it was written): never opened
+    assert make_embedder(settings)._onnx is None  # type: ignore[attr-defined]
 
 
 # ---- provider=openai, through the OpenAI-compatible stub -------------------------------------------------

@@ -62,16 +62,13 @@ class BertEncoder:
     def __init__(self, model_dir: Path, shape: BertShape, device: str = "cpu") -> None:
         import torch
         from safetensors.torch import load_file
-        from tokenizers import Tokenizer
 
         self.shape = shape
         raw = load_file(str(model_dir / "model.safetensors"), device=device)
         prefix = "bert." if any(k.startswith("bert.") for k in raw) else ""
         self._w = {k[len(prefix):]: v.float() for k, v in raw.items() if k.startswith(prefix)}
-        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self.tokenizer.no_truncation()
-        self.tokenizer.no_padding()
-        self.pad_id = _pad_id(model_dir)
+        self.tokenizer = tokenizer(model_dir)
+        self.pad_id = pad_id(model_dir)
         self.dim = shape.hidden
         self._torch = torch
 
@@ -107,7 +104,17 @@ class BertEncoder:
         return (x * m).sum(1) / m.sum(1).clamp(min=1e-9)
 
 
-def _pad_id(model_dir: Path) -> int:
+def tokenizer(model_dir: Path) -> Any:
+    """The model's fast tokenizer, with no truncation or padding (the embedder cuts and pads itself)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def pad_id(model_dir: Path) -> int:
     try:
         return int(_read_json(model_dir / "config.json").get("pad_token_id") or 0)
     except (OSError, ValueError):

@@ -98,7 +98,72 @@ def resolve_device(device: str) -> str:
 class SentenceTransformerEmbedder:
     """A sentence-transformers model on CPU; the default is the bundled all-MiniLM-L6-v2."""
 
-    def __init__(self, cfg: EmbeddingSettings) -> None:
+    def __init__(self, cfg: EmbeddingSettings, cache_dir: Path | None = None) -> None:
+        from rag.index import bert, onnx_bert
+
+        self._weights_sha256: str | None = None
+        if cfg.model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+            path = bundled_model_path()
+            verify_sha256(path / "model.safetensors", DEFAULT_MODEL_SHA256)
+            source, self._name = str(path), f"sentence-transformers/{DEFAULT_MODEL}"
+            self._weights_sha256 = DEFAULT_MODEL_SHA256
+        else:
+            source, self._name = cfg.model, cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
+        self.source = source  # what SentenceTransformer(...) would load: a local folder or a hub name
+        self._runtime, self._cache_dir = cfg.runtime, cache_dir
+        self._bert: Any = None
+        self._model: Any = None
+        # A local BERT mean-pooling model (the bundled one included) runs without sentence-transformers, which
+        # alone costs ~10 s of every cold start: from its checked ONNX export when an ingest wrote one (no torch
+        # import at all, rag.index.onnx_bert), else in plain torch (rag.index.bert). Same vectors (≤ 1e-5).
+        shape = bert.supported(Path(source)) if Path(source).is_dir() else None
+        export = self._onnx_path() if shape is not None and cfg.device in ("auto", "cpu") else None
+        self._onnx = onnx_bert.load(export, self._weights()) if export is not None else None
+        if self._onnx is not None and shape is not None:
+            self.device = "cpu"
+            self._tokenizer, self._pad = bert.tokenizer(Path(source)), bert.pad_id(Path(source))
+            self._dim, self._max = shape.hidden, shape.max_seq_length
+        else:
+            self._dim, self._max = self._load_torch(cfg, source)
+        self._batch = cfg.batch_size
+        self._query_threads = cfg.query_threads
+        # Token ids of texts counted for chunking, kept so embed() need not tokenise them again. Stored as
+        # int32 arrays: lists of Python ints cost ~10 KB per abstract, and texts counted but never embedded
+        # (sentences of long abstracts) stay until the next clear.
+        self._ids_cache: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+        self._tok_lock = threading.Lock()
+        self._threads_lock = threading.Lock()
+
+    def _weights(self) -> str:
+        """The local model's weights sha256 (the bundled one's is known; another model's is read once)."""
+        if self._weights_sha256 is None:
+            self._weights_sha256 = file_sha256(Path(self.source) / "model.safetensors")
+        return self._weights_sha256
+
+    def _onnx_path(self) -> Path | None:
+        """Where this model's ONNX export lives, or None when exports are off (``embeddings.runtime=torch``)."""
+        if self._runtime == "torch" or self._cache_dir is None:
+            return None
+        from rag.index import onnx_bert
+
+        return onnx_bert.path_for(self._cache_dir, self._weights())
+
+    def export_onnx(self) -> bool:
+        """Write this model's ONNX export if it runs on the plain-torch encoder on the CPU and none is in place
+        (an ingest calls this at its end). True when a process starting now would use one."""
+        from rag.index import onnx_bert
+
+        path = self._onnx_path()
+        if path is None:
+            return False
+        if self._onnx is not None or onnx_bert.vouched(path, self._weights()):
+            return True
+        if self._bert is None or self.device != "cpu":
+            return False
+        return onnx_bert.export(self._bert, path, self._weights())
+
+    def _load_torch(self, cfg: EmbeddingSettings, source: str) -> tuple[int, int]:
+        """Load the model on torch; its (dimension, window)."""
         import torch
 
         from rag.index import bert
@@ -108,18 +173,8 @@ class SentenceTransformerEmbedder:
         # almost every batch: with it on, ingest RSS grew ~0.5 GB per 1,000 papers (1.7 GB at 10k papers).
         # Torch's own CPU kernels run MiniLM as fast here (18–19 texts/s either way, measured) in flat memory.
         torch.backends.mkldnn.enabled = False  # type: ignore[assignment]  # torch stubs type the flag as a property
-        if cfg.model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
-            path = bundled_model_path()
-            verify_sha256(path / "model.safetensors", DEFAULT_MODEL_SHA256)
-            source, self._name = str(path), f"sentence-transformers/{DEFAULT_MODEL}"
-        else:
-            source, self._name = cfg.model, cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
-        self.source = source  # what SentenceTransformer(...) would load: a local folder or a hub name
         self.device = resolve_device(cfg.device)
-        # A local BERT mean-pooling model (the bundled one included) runs in plain torch (rag.index.bert): the same
-        # vectors without importing sentence-transformers, which alone costs ~10 s of every cold start.
         self._bert = bert.load(Path(source), self.device) if Path(source).is_dir() else None
-        self._model: Any = None
         if self._bert is None:
             try:
                 import transformers
@@ -131,20 +186,12 @@ class SentenceTransformerEmbedder:
             except Exception as e:
                 raise ConfigError(f"cannot load embedding model {cfg.model!r} ({e.__class__.__name__}: {e}); "
                                   "give a local path or a model already in the Hugging Face cache") from e
-        self._batch = cfg.batch_size
-        self._query_threads = cfg.query_threads
         if self._bert is not None:
-            self._dim, self._max = self._bert.dim, self._bert.shape.max_seq_length
-        else:
-            self._dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
-                            else self._model.get_sentence_embedding_dimension())
-            self._max = int(self._model.max_seq_length)
-        # Token ids of texts counted for chunking, kept so embed() need not tokenise them again. Stored as
-        # int32 arrays: lists of Python ints cost ~10 KB per abstract, and texts counted but never embedded
-        # (sentences of long abstracts) stay until the next clear.
-        self._ids_cache: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
-        self._tok_lock = threading.Lock()
-        self._threads_lock = threading.Lock()
+            return self._bert.dim, self._bert.shape.max_seq_length
+        model: Any = self._model
+        dim = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else (
+            model.get_sentence_embedding_dimension())
+        return int(dim), int(model.max_seq_length)
 
     @property
     def name(self) -> str:
@@ -160,7 +207,8 @@ class SentenceTransformerEmbedder:
 
     def _encodings(self, texts: list[str]) -> list[Any] | None:
         """Token ids from the Rust tokenizer directly (no truncation), or None for slow tokenizers."""
-        fast = self._bert.tokenizer if self._bert is not None else getattr(self._model.tokenizer, "_tokenizer", None)
+        fast = (self._tokenizer if self._onnx is not None else self._bert.tokenizer if self._bert is not None
+                else getattr(self._model.tokenizer, "_tokenizer", None))
         if fast is None or not hasattr(fast, "encode_batch"):
             return None
         with self._tok_lock:
@@ -203,6 +251,8 @@ class SentenceTransformerEmbedder:
         return self._forward([x for x in ids if x is not None])
 
     def _forward(self, ids: list[tuple[Any, Any]]) -> np.ndarray:
+        if self._onnx is not None:
+            return self._forward_batches(ids)
         import torch
 
         if not self._query_threads or len(ids) > 8:
@@ -219,33 +269,41 @@ class SentenceTransformerEmbedder:
 
     def _forward_batches(self, ids: list[tuple[Any, Any]]) -> np.ndarray:
         """Exact-length batching: sort by token count so each batch pads to almost nothing."""
-        import torch
-
         order = sorted(range(len(ids)), key=lambda i: len(ids[i][0]))
         out = np.zeros((len(ids), self._dim), dtype=np.float32)
-        pad = self._bert.pad_id if self._bert is not None else (self._model.tokenizer.pad_token_id or 0)
-        with torch.inference_mode():
-            for b in range(0, len(order), self._batch):
-                idx = order[b:b + self._batch]
-                width = max(len(ids[i][0]) for i in idx)
-                input_ids = torch.full((len(idx), width), pad, dtype=torch.long)
-                types = torch.zeros((len(idx), width), dtype=torch.long)
-                mask = torch.zeros((len(idx), width), dtype=torch.long)
-                for row, i in enumerate(idx):
-                    n = len(ids[i][0])
-                    input_ids[row, :n] = torch.as_tensor(np.asarray(ids[i][0], dtype=np.int64))
-                    if ids[i][1] is not None:
-                        types[row, :n] = torch.as_tensor(np.asarray(ids[i][1], dtype=np.int64))
-                    mask[row, :n] = 1
-                if self.device != "cpu":  # built on the CPU, run where the weights are
-                    input_ids, types, mask = input_ids.to(self.device), types.to(self.device), mask.to(self.device)
-                if self._bert is not None:
-                    pooled = self._bert.forward(input_ids, types, mask)
-                else:
-                    pooled = self._model.forward({"input_ids": input_ids, "attention_mask": mask,
-                                                  "token_type_ids": types})["sentence_embedding"]
-                out[idx] = pooled.float().cpu().numpy()
+        pad = (self._pad if self._onnx is not None else self._bert.pad_id if self._bert is not None
+               else (self._model.tokenizer.pad_token_id or 0))
+        for b in range(0, len(order), self._batch):
+            idx = order[b:b + self._batch]
+            width = max(len(ids[i][0]) for i in idx)
+            input_ids = np.full((len(idx), width), pad, dtype=np.int64)
+            types = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                n = len(ids[i][0])
+                input_ids[row, :n] = ids[i][0]
+                if ids[i][1] is not None:
+                    types[row, :n] = ids[i][1]
+                mask[row, :n] = 1
+            out[idx] = self._run(input_ids, types, mask)
         return _normalise(out)
+
+    def _run(self, input_ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """One padded batch → pooled vectors (not normalised), on whichever runtime this embedder loaded."""
+        if self._onnx is not None:
+            return self._onnx.forward(input_ids, types, mask)
+        import torch
+
+        with torch.inference_mode():
+            t_ids, t_types, t_mask = (torch.from_numpy(a) for a in (input_ids, types, mask))
+            if self.device != "cpu":  # built on the CPU, run where the weights are
+                t_ids, t_types, t_mask = t_ids.to(self.device), t_types.to(self.device), t_mask.to(self.device)
+            if self._bert is not None:
+                pooled = self._bert.forward(t_ids, t_types, t_mask)
+            else:
+                pooled = self._model.forward({"input_ids": t_ids, "attention_mask": t_mask,
+                                              "token_type_ids": t_types})["sentence_embedding"]
+            return pooled.float().cpu().numpy()
 
 
 class OpenAIEmbedder:
@@ -302,4 +360,13 @@ def make_embedder(settings: Settings) -> Embedder:
         # The local default model has no OpenAI namesake: ask for OpenAI's small model instead.
         model = cfg.model if cfg.model != DEFAULT_MODEL else "text-embedding-3-small"
         return OpenAIEmbedder(cfg, embeddings_endpoint(settings, model))
-    return SentenceTransformerEmbedder(cfg)
+    return SentenceTransformerEmbedder(cfg, settings.cache_dir)
+
+
+def export_fast_encoder(embedder: Embedder) -> bool:
+    """Write the ONNX export of the local encoder behind ``embedder`` (through caches) if it has none, so the next
+    process that only asks questions never imports torch. False for encoders that have no export."""
+    inner: Any = embedder
+    while isinstance(inner, WrappedEmbedder):
+        inner = inner.inner
+    return bool(inner.export_onnx()) if isinstance(inner, SentenceTransformerEmbedder) else False
