@@ -31,6 +31,8 @@ def sample_dir() -> Path:
     return resource_path(SAMPLE_PACKAGE)
 
 
-def sample_corpus() -> list[Path]:
-    """The bundled sample corpus (listing pages, 40 papers), in a stable order."""
-    return sorted(sample_dir().glob("*.txt"))
+def sample_corpus(folder: Path | None = None) -> list[Path]:
+    """The files of the sample corpus, in a stable order: the bundled one (listing pages, 40 papers), or the
+    ``*.txt`` of ``folder``; none when the folder is missing."""
+    folder = sample_dir() if folder is None else folder
+    return sorted(folder.glob("*.txt")) if folder.is_dir() else []

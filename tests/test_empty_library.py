@@ -68,3 +68,13 @@ def test_the_app_on_an_empty_library_opens_and_answers_with_the_message(make_run
     reply = html.unescape(shown[-1][0][-1]["content"]).replace("\\", "")
     assert "pc-error" in reply and EMPTY in reply, reply
     assert "catalog" not in reply and "sqlite" not in reply and "went wrong" not in reply
+
+
+def test_serve_fills_an_empty_library_with_the_bundled_sample_once(make_runtime, tmp_path: Path) -> None:
+    from ui.services import ensure_sample
+
+    rt = make_runtime(home=tmp_path / "first-run")
+    assert ensure_sample(rt, tmp_path / "no-such-folder") is None and rt.store.count_chunks() == 0
+    report = ensure_sample(rt)  # the bundled sample, as `paperchat serve` finds it
+    assert report is not None and report.added == 40 and not report.file_errors, report.summary()
+    assert ensure_sample(rt) is None  # a library that holds papers is left as it is

@@ -27,6 +27,7 @@ from rag.ingest import loaders
 from rag.ingest.pipeline import IngestReport
 from rag.qa.question_filters import FilterCatalog, catalog_for
 from rag.records import StoredPaper
+from rag.resources import sample_corpus
 from rag.runtime import Runtime
 from rag.text import key_phrase
 
@@ -267,10 +268,11 @@ def ingest_upload(runtime: Runtime, path: Path, fmt: str | None = None, progress
     return report
 
 
-def ensure_sample(runtime: Runtime, sample_dir: Path) -> IngestReport | None:
-    """Ingest ``sample_dir/*.txt`` when the store is empty (first run of ``paperchat serve``)."""
-    files = sorted(sample_dir.glob("*.txt")) if sample_dir.is_dir() else []
+def ensure_sample(runtime: Runtime, sample_dir: Path | None = None) -> IngestReport | None:
+    """Ingest the sample corpus (``rag.resources.sample_corpus``: the bundled one, or ``sample_dir/*.txt``) when
+    the store is empty (first run of ``paperchat serve``)."""
+    files = sample_corpus(sample_dir)
     if runtime.store.count_chunks() > 0 or not files:
         return None
-    log.warning("the store is empty: ingesting the sample corpus from %s", sample_dir)
+    log.warning("the store is empty: ingesting the sample corpus from %s", files[0].parent)
     return runtime.ingestor(progress=False).ingest(files)
