@@ -178,6 +178,9 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
         t1 = time.perf_counter()
         rt.lexical.sync(store)
         out["sync_s"] = round(time.perf_counter() - t1, 2)
+        t1 = time.perf_counter()
+        rt.export_encoder()  # what an ingest ends with (a home ingested by an older version has no export yet)
+        out["encoder_export_s"] = round(time.perf_counter() - t1, 2)
         out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         rt.close()
         return out
