@@ -60,15 +60,18 @@ def name_tokens(name: str) -> tuple[str, ...]:
     return tuple(TOKEN.findall(fold(name)))
 
 
+@lru_cache(maxsize=1 << 14)
+def category_stem(word: str) -> str:
+    """A folded word as categories are matched: its first analysed stem, else the word itself. The catalog's
+    keys and the words of a question (``rag.qa.question_filters``) go through this one rule ("and" is dropped
+    from both), so a category a question names finds its key."""
+    stems = analyze(word)
+    return stems[0] if stems else word
+
+
 @lru_cache(maxsize=1 << 12)  # a 100k-paper store repeats a few hundred categories 200k times
 def category_tokens(name: str) -> tuple[str, ...]:
-    out = []
-    for tok in TOKEN.findall(fold(name)):
-        if tok == "and":
-            continue
-        stems = analyze(tok)
-        out.append(stems[0] if stems else tok)
-    return tuple(out)
+    return tuple(category_stem(tok) for tok in TOKEN.findall(fold(name)) if tok != "and")
 
 
 def _key(toks: tuple[str, ...]) -> str:

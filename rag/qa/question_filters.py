@@ -19,7 +19,7 @@ from typing import Any
 
 from rag.analysis import TOKEN, analyze, fold
 from rag.index.catalog import PaperQuery
-from rag.index.filter_catalog import CatalogUnreadable, FilterCatalog
+from rag.index.filter_catalog import CatalogUnreadable, FilterCatalog, category_stem
 from rag.index.lexical import LexicalIndex
 from rag.index.store import ChromaStore
 
@@ -120,12 +120,7 @@ def _find_authors(question: str, toks: list[tuple[str, int, int]], cat: FilterCa
 
 
 def _find_categories(question: str, toks: list[tuple[str, int, int]], cat: FilterCatalog) -> list[tuple[str, int, int]]:
-    stems = []
-    for word, s, e in toks:
-        if word == "and":
-            continue
-        a = analyze(word)
-        stems.append((a[0] if a else word, s, e))
+    stems = [(category_stem(word), s, e) for word, s, e in toks if word != "and"]  # as the catalog's keys
     words = [w for w, _, _ in stems]
     occ: list[tuple[str, int, int, int, int]] = []  # name, first tok, last tok (excl), start, end
     for key, name in cat.categories.items():
