@@ -495,9 +495,10 @@ def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     res["index_prepare"] = read_worker(scratch / "prepare.json")
     forget_questions(home, boundary)
     res["cold_start"] = cold_starts(home, sets["cold"], scratch)
-    lex = spawn_worker({"mode": "lexical", "home": str(home)}, scratch / "lexical.json")
-    finish(lex, time.perf_counter())
-    res["lexical"] = read_worker(scratch / "lexical.json")
+    if not args.skip_rebuild:
+        lex = spawn_worker({"mode": "lexical", "home": str(home)}, scratch / "lexical.json")
+        finish(lex, time.perf_counter())
+        res["lexical"] = read_worker(scratch / "lexical.json")
     wout = scratch / "serve.json"
     forget_questions(home, boundary)  # the cold runs' questions: no answer below finds their sentences cached
     finish(spawn_worker({"mode": "serve", "home": str(home), **{k: sets[k] for k in ("warmup", "retrieval", "answer")},
@@ -724,6 +725,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=IMG_DIR / "scale.json", help="results JSON (merged)")
     ap.add_argument("--img-dir", type=Path, default=IMG_DIR, help="where the PNG plots go")
     ap.add_argument("--doc", type=Path, default=DOC, help="the benchmarks page to update")
+    ap.add_argument("--skip-rebuild", action="store_true",
+                    help="skip the from-scratch BM25 rebuild (minutes at 100k); implies --no-write")
     ap.add_argument("--no-write", action="store_true", help="neither merge results nor rewrite the docs")
     ap.add_argument("--render-only", action="store_true", help="rewrite the docs from the results JSON only")
     ap.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
@@ -753,7 +756,7 @@ def main(argv: list[str] | None = None) -> int:
                  n, res["ingest"]["papers_per_s"], s["retrieve_ms"]["p95"], s["answer_ms"]["p95"], s["peak_rss_mb"])
     if args.json:
         print(json.dumps(new, indent=1))
-    if not args.no_write and new:
+    if not (args.no_write or args.skip_rebuild) and new:
         data = merge(args.results, new)
         cmd = "python -m bench.scale --sizes " + " ".join(map(str, args.sizes)) + (" --server" if args.server else "")
         body = render(data, args.img_dir, args.doc, cmd)
