@@ -32,8 +32,9 @@ from rag.text import acronym_phrase, key_phrase, plain_text_keep_emphasis, split
 _WE = r"(?:we|this (?:paper|work|study|article)|here(?:,)? we|our (?:work|paper|study))"
 _ADV = (r"(?:\w+ly\s+|also\s+|further\s+|then\s+|first\s+|here\s+|thus\s+|therefore\s+|now\s+|instead\s+|"
         r"hence\s+|next\s+)?")
-_PROPOSE_VERBS = (r"propos|introduc|present|develop|design|devis|build|buil|construct|formulat|creat|offer|"
-                  r"describ|put forward|establish a|establish an|establish the")
+# "we build on / our work builds on top of X": X is prior work, not a proposal.
+_PROPOSE_VERBS = (r"propos|introduc|present|develop|design|devis|buil(?!ds?\s+(?:on|upon)\b|t\s+(?:on|upon)\b)|"
+                  r"construct|formulat|creat|offer|describ|put forward|establish a|establish an|establish the")
 _FIND_VERBS = (r"show|find|found|prove|demonstrat|reveal|identif|establish|discover|observ|uncover|"
                r"characteriz|characteris|derive|obtain|report|confirm|highlight")
 _STUDY_VERBS = (r"stud|investigat|analy[sz]|explor|examin|re-?examin|revisit|consider|tackl|address|focus|extend|"
@@ -94,8 +95,7 @@ _EMPHASIS = re.compile(r"\*{1,2}([^*]{2,80}?)\*{1,2}")
 _STOP_TAIL = {"a", "an", "the", "of", "and", "or", "to", "for", "in", "on", "with", "by", "via", "from", "that",
               "which", "its", "their", "as", "at", "is", "are", "while", "whose", "into", "both"}
 # Field-wide acronyms an abstract defines in passing: never the paper's own contribution.
-BACKGROUND_ACRONYMS = TEXT_BACKGROUND | {"SAM", "LoRA", "PEFT", "SSM", "CoT", "MAS", "UAD", "HtFL", "RR", "EVT", "IAR",
-                                         "DM"}
+BACKGROUND_ACRONYMS = TEXT_BACKGROUND | {"SAM", "LoRA", "PEFT", "SSM", "CoT", "MAS"}
 _GENERIC = {"model", "method", "framework", "approach", "algorithm", "technique", "system", "architecture"}
 MAX_WORDS = 12
 MAX_CHARS = 80
@@ -246,8 +246,55 @@ def _modifies(text: str, n: _Name) -> bool:
     return word not in _GENERIC or "-" in n.name and n.name[-1].islower()
 
 
-def method_name(sentence: str, skip_data: bool = True) -> _Name | None:
-    """The name the sentence gives to what it proposes (not a dataset, task or benchmark when ``skip_data``)."""
+# The last word of an acronym's long form that makes it a task, problem, field or theory rather than a method:
+# "Unsupervised anomaly detection (UAD)", "Heterogeneous federated learning (HtFL)", "Extreme Value Theory (EVT)",
+# "vehicle routing problem (VRP)". A paper names its method so only with "called"/"named".
+_TASK_HEADS = {"detection", "learning", "theory", "problem", "problems", "recognition", "classification",
+               "segmentation", "retrieval", "answering", "translation", "understanding", "privacy", "sensing",
+               "processing", "mining", "forecasting", "routing", "unlearning", "fine-tuning", "finetuning",
+               "captioning", "summarization", "completion", "process", "processes", "space", "spaces", "science",
+               "vision", "intelligence"}
+# Prior work named before a name ("the Ladder network proposed by", "compared with", "the standard") or after it
+# ("Valpola (2015)", "[12]", "proposed by …").
+_PRIOR_BEFORE = re.compile(r"\b(?:existing|standard|classical|classic|popular|well-known|widely[- ]used|conventional|"
+                           r"baselines?|state-of-the-art|prior|previous|original|vanilla|compared?\s+(?:to|with|against)|"
+                           r"than|over|outperform\w*|beyond|unlike|extends?|extending|generaliz\w*|on top of|"
+                           r"leverag\w*|employ\w*|adopt\w*|exploit\w*|utiliz\w*|apply\w*|applies|uses?|using|"
+                           r"such as|e\.g\.|including)\s+(?:the\s+|a\s+|an\s+)?(?:[\w\-]+\s+){0,2}$", re.I)
+_PRIOR_AFTER = re.compile(r"^\)?\s*(?:[\w\-]+\s+){0,3}?(?:(?:was\s+|originally\s+|recently\s+)?(?:proposed|introduced|"
+                          r"developed|described)\s+(?:by|in)\b|\(?[A-Z][\w\-]+(?:\s+et al\.?)?,?\s*\(?(?:19|20)\d\d\b|"
+                          r"\[\d)", re.I)
+
+
+def _names_task(n: _Name) -> bool:
+    """An acronym whose long form is a task, problem or field ("… detection (UAD)"), not a method "for" one
+    ("Hybrid Optimization algorithm for NOn-convex Regularized problems (HONOR)")."""
+    return bool(n.long and n.long.split()[-1].casefold() in _TASK_HEADS
+                and not re.search(rf"\b(?:{_METHOD_NOUN})\b", n.long, re.I))
+
+
+def _prior(text: str, n: _Name) -> bool:
+    """A name the sentence attributes to others: a baseline, a prior method it builds on or compares with."""
+    return bool(_PRIOR_BEFORE.search(text[max(0, n.start - 60):n.start]) or _PRIOR_AFTER.match(text[n.end:n.end + 60]))
+
+
+def _fold_name(name: str) -> str:
+    return name[:-1] if name.endswith("s") and sum(c.isupper() for c in name) >= 2 else name
+
+
+def background_names(c: Contribution) -> frozenset[str]:
+    """Acronyms and coined names an abstract mentions before it first speaks of its own work (or, with no such
+    sentence, before its contribution sentence): the field's or prior work's, not the paper's own."""
+    first_voice = next((i for i, s in enumerate(c.sentences) if _VOICE.search(s)), c.main)
+    out: set[str] = set()
+    for s in c.sentences[:first_voice or 0]:
+        out.update(_fold_name(w) for w in re.findall(r"(?<![\w\-])([A-Z][\w\-]*[A-Z0-9][\w\-]*)", s.replace("*", "")))
+    return frozenset(out)
+
+
+def method_name(sentence: str, skip_data: bool = True, known: frozenset[str] = frozenset()) -> _Name | None:
+    """The name the sentence gives to what it proposes (not a dataset, task or benchmark when ``skip_data``; not
+    a name in ``known``, the ones the abstract's background already used)."""
     text = sentence.replace("*", "")
     verb = _PROPOSE.search(text) or _OWN.search(text)
     after = verb.end() - len(verb.group(0).split()[-1]) if verb else 0
@@ -259,7 +306,9 @@ def method_name(sentence: str, skip_data: bool = True) -> _Name | None:
     good = []
     for n in names:
         # after a comma the name restates the object ("a mechanism based on X, Grouped Cross Attention (GCA)")
-        if not _is_called(text, n) and (_INSIDE.search(text[after:n.start].rsplit(",", 1)[-1]) or _modifies(text, n)):
+        if not _is_called(text, n) and (_INSIDE.search(text[after:n.start].rsplit(",", 1)[-1]) or _modifies(text, n)
+                                        or _fold_name(n.name) in known or _prior(text, n)
+                                        or _names_task(n)):
             continue
         around = (n.long or "") + " " + " ".join(text[n.end:].split()[:6]) + " " + text[max(0, n.start - 25):n.start]
         if skip_data and _DATA_WORDS.search(around) and not re.search(
@@ -337,7 +386,8 @@ def label_phrase(abstract: str) -> str:
         return ""
     # The contribution sentence, else (when it names nothing: "These guarantees improve on…", or only something
     # stated elsewhere: "we show that our algorithm is…") the next best sentence in the authors' own voice.
-    labels = [(c.roles[i], _sentence_label(c.sentences[i], c.roles[i], _named_later(c, i)))
+    known = background_names(c)
+    labels = [(c.roles[i], _sentence_label(c.sentences[i], c.roles[i], _named_later(c, i, known), known))
               for i in [c.main] + [i for i in c.ranked() if i != c.main and c.roles[i] >= Role.STUDY]]
     labels = [(role, label) for role, label in labels if label]
     return next((label for role, label in labels if not _weak(label, role)), labels[0][1] if labels else "")
@@ -346,6 +396,7 @@ def label_phrase(abstract: str) -> str:
 # A finding that leans on what another sentence states: "our algorithm…", "the problem is…", "such a…", "under
 # these conditions…", "for pairs of vertices…".
 _LEANS = re.compile(r"^(?:our|this|these|those|such|it|they|its|their|there|under|for|with|by|when|if|even|in|"
+                    r"resulting|same|above|former|latter|"
                     r"without|among|after|given|unlike|while|although|despite|once|both|each|any|"
                     r"the (?:proposed|problem|algorithm|method|approach|estimator|model|resulting|same))\b", re.I)
 _COUNT = r"(?:a|an|one|two|three|four|several|some|new|novel|various|many|twofold|threefold)"
@@ -368,23 +419,32 @@ def _weak(label: str, role: Role) -> bool:
 # proposed NADE-k is…": the name a later sentence gives to the method the contribution sentence proposes unnamed.
 _LATER_NAME = re.compile(rf"\b(?i:our|the proposed|the new|this new)\s+(?:[a-z][\w\-]*\s+){{0,2}}?(?:{_METHOD_NOUN})"
                          rf"\s*,?\s*(?:(?:{_CALLED_WORDS})\s+)?[\"“]?([A-Z][\w\-]*[A-Za-z0-9](?:\s+[A-Z][\w\-]*){{0,4}})|"
-                         r"\b(?i:the proposed)\s+([A-Z][\w]*[A-Z0-9][\w\-]*)")
+                         r"\b(?i:the proposed)\s+([A-Z][\w]*[A-Z0-9][\w\-]*)|"
+                         # "We call this approach CostFilter-AD." names the method wherever it stands
+                         rf"\b(?i:we\s+(?:call|term|name|dub|coin))\s+(?i:this|our|the|these)\s+"
+                         rf"(?:[a-z][\w\-]*\s+){{0,2}}?(?i:{_METHOD_NOUN}|idea|concept|technique)\s+[\"“]?"
+                         r"([A-Z][\w\-]*[A-Za-z0-9](?:\s+[A-Z][\w\-]*){0,4})")
 
 
-def _named_later(c: Contribution, index: int) -> str | None:
-    """The name a sentence after ``index`` gives to "our method" (None when ``index`` names its own, or none)."""
-    if c.roles[index] != Role.PROPOSAL or method_name(c.sentences[index]) is not None:
+def _named_later(c: Contribution, index: int, known: frozenset[str] = frozenset()) -> str | None:
+    """The name a sentence after ``index`` gives to "our method", or any sentence to "this approach" ("We call
+    this approach X"); None when ``index`` names its own, or there is none."""
+    if c.roles[index] != Role.PROPOSAL or method_name(c.sentences[index], known=known) is not None:
         return None
-    for s in c.sentences[index + 1:]:
+    for j, s in enumerate(c.sentences):
         for m in _LATER_NAME.finditer(s.replace("*", "")):
-            name = (m.group(1) or m.group(2)).strip()
+            if j <= index and not m.group(3):
+                continue
+            name = (m.group(1) or m.group(2) or m.group(3)).strip()
             caps = sum(ch.isupper() for ch in name)
-            if name.rstrip("s") not in BACKGROUND_ACRONYMS and (caps >= 2 or " " in name):
+            if name.rstrip("s") not in BACKGROUND_ACRONYMS and _fold_name(name) not in known and (
+                    caps >= 2 or " " in name):
                 return name
     return None
 
 
-def _sentence_label(sentence: str, role: Role, later_name: str | None = None) -> str:
+def _sentence_label(sentence: str, role: Role, later_name: str | None = None,
+                    known: frozenset[str] = frozenset()) -> str:
     """The label one sentence gives: the method it names with what it is, else its object or finding (after
     ``later_name``, the name another sentence gives the method, when there is one)."""
     if later_name:
@@ -392,9 +452,9 @@ def _sentence_label(sentence: str, role: Role, later_name: str | None = None) ->
                       flags=re.I)
         body = clip_phrase(what, MAX_WORDS - len(later_name.split()), MAX_CHARS - len(later_name) - 2) if what else ""
         return f"{later_name}: {body[0].lower() + body[1:] if not body[:2].isupper() else body}" if body else later_name
-    name = method_name(sentence) if role == Role.PROPOSAL else None
+    name = method_name(sentence, known=known) if role == Role.PROPOSAL else None
     if name is not None:
-        head = f"{name.long} ({name.name})" if name.long else name.name
+        head = f"{name.long[0].upper()}{name.long[1:]} ({name.name})" if name.long else name.name
         desc = "" if name.long and len(name.long.split()) > 3 else _description(sentence, name)
         desc = re.sub(r"^(?:(?:novel|new|simple|general|first)\s+(?:and\s+\w+\s+)?)+", "", desc.strip(), flags=re.I)
         if desc.casefold() in _GENERIC:

@@ -294,7 +294,7 @@ _GENERIC = {"framework", "method", "approach", "model", "algorithm", "setting", 
 # Field-wide acronyms an abstract defines in passing: never the paper's own contribution.
 BACKGROUND_ACRONYMS = {"LLM", "LM", "RL", "ML", "AI", "NLP", "DNN", "CNN", "RNN", "GNN", "VLM", "MLLM", "RLHF", "FL",
                         "SGD", "MDP", "KL", "GPU", "VQA", "QA", "MT", "ASR", "SE", "CV", "LVLM", "NN", "PDE", "MoE",
-                        "MOE", "OOD", "SOTA", "KV", "TTFT", "RAG", "MIA", "DP", "VRP", "PPO"}
+                        "MOE", "OOD", "SOTA", "KV", "TTFT", "RAG"}
 
 
 def acronym_phrase(long: str, acr: str, background: frozenset[str] | set[str] = BACKGROUND_ACRONYMS,
