@@ -96,7 +96,8 @@ _STOP_TAIL = {"a", "an", "the", "of", "and", "or", "to", "for", "in", "on", "wit
               "which", "its", "their", "as", "at", "is", "are", "while", "whose", "into", "both"}
 # Field-wide acronyms an abstract defines in passing: never the paper's own contribution.
 BACKGROUND_ACRONYMS = TEXT_BACKGROUND | {"SAM", "LoRA", "PEFT", "SSM", "CoT", "MAS"}
-_GENERIC = {"model", "method", "framework", "approach", "algorithm", "technique", "system", "architecture"}
+_GENERIC = {"model", "method", "framework", "approach", "algorithm", "technique", "system", "architecture", "procedure",
+            "scheme", "mechanism", "strategy", "pipeline", "tool", "paradigm"}
 MAX_WORDS = 12
 MAX_CHARS = 80
 
@@ -278,23 +279,8 @@ def _prior(text: str, n: _Name) -> bool:
     return bool(_PRIOR_BEFORE.search(text[max(0, n.start - 60):n.start]) or _PRIOR_AFTER.match(text[n.end:n.end + 60]))
 
 
-def _fold_name(name: str) -> str:
-    return name[:-1] if name.endswith("s") and sum(c.isupper() for c in name) >= 2 else name
-
-
-def background_names(c: Contribution) -> frozenset[str]:
-    """Acronyms and coined names an abstract mentions before it first speaks of its own work (or, with no such
-    sentence, before its contribution sentence): the field's or prior work's, not the paper's own."""
-    first_voice = next((i for i, s in enumerate(c.sentences) if _VOICE.search(s)), c.main)
-    out: set[str] = set()
-    for s in c.sentences[:first_voice or 0]:
-        out.update(_fold_name(w) for w in re.findall(r"(?<![\w\-])([A-Z][\w\-]*[A-Z0-9][\w\-]*)", s.replace("*", "")))
-    return frozenset(out)
-
-
-def method_name(sentence: str, skip_data: bool = True, known: frozenset[str] = frozenset()) -> _Name | None:
-    """The name the sentence gives to what it proposes (not a dataset, task or benchmark when ``skip_data``; not
-    a name in ``known``, the ones the abstract's background already used)."""
+def method_name(sentence: str, skip_data: bool = True) -> _Name | None:
+    """The name the sentence gives to what it proposes (not a dataset, task or benchmark when ``skip_data``)."""
     text = sentence.replace("*", "")
     verb = _PROPOSE.search(text) or _OWN.search(text)
     after = verb.end() - len(verb.group(0).split()[-1]) if verb else 0
@@ -307,8 +293,7 @@ def method_name(sentence: str, skip_data: bool = True, known: frozenset[str] = f
     for n in names:
         # after a comma the name restates the object ("a mechanism based on X, Grouped Cross Attention (GCA)")
         if not _is_called(text, n) and (_INSIDE.search(text[after:n.start].rsplit(",", 1)[-1]) or _modifies(text, n)
-                                        or _fold_name(n.name) in known or _prior(text, n)
-                                        or _names_task(n)):
+                                        or _prior(text, n) or _names_task(n)):
             continue
         around = (n.long or "") + " " + " ".join(text[n.end:].split()[:6]) + " " + text[max(0, n.start - 25):n.start]
         if skip_data and _DATA_WORDS.search(around) and not re.search(
@@ -335,12 +320,16 @@ def _object_of(sentence: str) -> str | None:
     rest = re.sub(r"^\w*\s*", "", rest, count=1) if rest[:1].isalpha() else rest  # the verb's own ending
     rest = re.sub(r"^(?:that|how|whether)\s+", "", rest.strip(), flags=re.I)
     rest = re.sub(r"^(?:a|an|the)\s+", "", rest, flags=re.I)
+    rest = re.sub(r"^[“\"]([^”\"]{1,80})[”\"]", r"\1", rest)  # "we introduce a “novel subclass of CRFs”, derived…"
     return rest or None
 
 
 def clip_phrase(phrase: str, max_words: int = MAX_WORDS, max_chars: int = MAX_CHARS) -> str:
     """At most ``max_words`` words and ``max_chars`` characters, ending on a content word; "…" when cut."""
     phrase = re.sub(r"\s+", " ", phrase).strip(" ,;:.")
+    if phrase[:1] in "“\"'" and not re.search(r"[”\"']", phrase[1:]):  # an opening quote whose close was cut off
+        phrase = phrase[1:]
+    phrase = re.sub(r"^[“\"']([^”\"']+)[”\"']", r"\1", phrase)  # "a “novel subclass of CRFs”, derived…"
     cut = re.split(r"(?:,\s+(?:which|where|while|thus|thereby|and thus|leading|resulting|enabling|achieving|"
                    r"allowing|making)\b|;|:\s|\s+[–—]\s+|\.\s|,?\s+and\s+(?:\w+ly\s+)?(?:prove|show|demonstrate|"
                    r"evaluate|establish|derive|provide|achieve|validate|analy[sz]e|apply|obtain)\w*\b)",
@@ -373,7 +362,7 @@ def _description(sentence: str, name: _Name) -> str:
         return (lead + " " if lead in ("to", "for") else "") + m.group(1)
     # "a novel copula-driven framework, namely FedX": the description before the name
     before = text[:name.start]
-    m = re.search(r"\b(?:a|an|the)\s+(?:novel\s+|new\s+)?([^,]{3,80}?)\s*,?\s*"
+    m = re.search(r".*\b(?:a|an|the)\s+(?:novel\s+|new\s+)?([^,]{3,80}?)\s*,?\s*"  # the last article's phrase
                   r"(?:called|named|namely|dubbed|termed)?\s*$", before, re.I)
     return m.group(1) if m else ""
 
@@ -386,8 +375,7 @@ def label_phrase(abstract: str) -> str:
         return ""
     # The contribution sentence, else (when it names nothing: "These guarantees improve on…", or only something
     # stated elsewhere: "we show that our algorithm is…") the next best sentence in the authors' own voice.
-    known = background_names(c)
-    labels = [(c.roles[i], _sentence_label(c.sentences[i], c.roles[i], _named_later(c, i, known), known))
+    labels = [(c.roles[i], _sentence_label(c.sentences[i], c.roles[i], _named_later(c, i)))
               for i in [c.main] + [i for i in c.ranked() if i != c.main and c.roles[i] >= Role.STUDY]]
     labels = [(role, label) for role, label in labels if label]
     return next((label for role, label in labels if not _weak(label, role)), labels[0][1] if labels else "")
@@ -426,10 +414,10 @@ _LATER_NAME = re.compile(rf"\b(?i:our|the proposed|the new|this new)\s+(?:[a-z][
                          r"([A-Z][\w\-]*[A-Za-z0-9](?:\s+[A-Z][\w\-]*){0,4})")
 
 
-def _named_later(c: Contribution, index: int, known: frozenset[str] = frozenset()) -> str | None:
+def _named_later(c: Contribution, index: int) -> str | None:
     """The name a sentence after ``index`` gives to "our method", or any sentence to "this approach" ("We call
     this approach X"); None when ``index`` names its own, or there is none."""
-    if c.roles[index] != Role.PROPOSAL or method_name(c.sentences[index], known=known) is not None:
+    if c.roles[index] != Role.PROPOSAL or method_name(c.sentences[index]) is not None:
         return None
     for j, s in enumerate(c.sentences):
         for m in _LATER_NAME.finditer(s.replace("*", "")):
@@ -437,14 +425,12 @@ def _named_later(c: Contribution, index: int, known: frozenset[str] = frozenset(
                 continue
             name = (m.group(1) or m.group(2) or m.group(3)).strip()
             caps = sum(ch.isupper() for ch in name)
-            if name.rstrip("s") not in BACKGROUND_ACRONYMS and _fold_name(name) not in known and (
-                    caps >= 2 or " " in name):
+            if name.rstrip("s") not in BACKGROUND_ACRONYMS and (caps >= 2 or " " in name):
                 return name
     return None
 
 
-def _sentence_label(sentence: str, role: Role, later_name: str | None = None,
-                    known: frozenset[str] = frozenset()) -> str:
+def _sentence_label(sentence: str, role: Role, later_name: str | None = None) -> str:
     """The label one sentence gives: the method it names with what it is, else its object or finding (after
     ``later_name``, the name another sentence gives the method, when there is one)."""
     if later_name:
@@ -452,7 +438,7 @@ def _sentence_label(sentence: str, role: Role, later_name: str | None = None,
                       flags=re.I)
         body = clip_phrase(what, MAX_WORDS - len(later_name.split()), MAX_CHARS - len(later_name) - 2) if what else ""
         return f"{later_name}: {body[0].lower() + body[1:] if not body[:2].isupper() else body}" if body else later_name
-    name = method_name(sentence, known=known) if role == Role.PROPOSAL else None
+    name = method_name(sentence) if role == Role.PROPOSAL else None
     if name is not None:
         head = f"{name.long[0].upper()}{name.long[1:]} ({name.name})" if name.long else name.name
         desc = "" if name.long and len(name.long.split()) > 3 else _description(sentence, name)
