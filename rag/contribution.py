@@ -48,12 +48,12 @@ _GIVE = rf"(?:provid|giv)\w*(?=\s+(?:[\w\-,]+\s+){{0,5}}?(?:{_METHOD_NOUN})\b)"
 _OWN = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_PROPOSE_VERBS}|{_FIND_VERBS}|{_STUDY_VERBS})\w*", re.I)
 _PROPOSE = re.compile(rf"\b{_WE}\s+{_ADV}(?:(?:{_PROPOSE_VERBS})\w*|{_GIVE})|"
                       r"\bwe\b[^.;]{0,250}?\band\s+(?:then\s+)?(?:introduce|propose|present|develop|design)\b|"
-                      # "our main contribution is a new procedure called…", "our proposed approach X combines…"
+                      # "our main contribution is a new procedure called…", "our main result is an algorithm…"
                       r"\b(?:our|the|this paper's)\s+(?:(?:main|first|second|key|primary|principal|major|central|"
                       r"essential|technical|core)\s+)*contributions?\s+(?:of (?:this|the) (?:paper|work)\s+)?"
                       r"(?:is|are|consists? (?:of|in))\b|"
-                      r"\bour\s+(?:main|first|key|primary|principal|central)\s+results?\s+(?:is|are)(?=\s+(?:a|an)\s)|"
-                      r"\bour (?:newly )?proposed\b", re.I)
+                      r"\bour\s+(?:main|first|key|primary|principal|central)\s+results?\s+(?:is|are)(?=\s+(?:a|an)\s)",
+                      re.I)
 # "…, a Bayesian framework for X is proposed": the proposal in the passive, its object before the verb.
 _PASSIVE = re.compile(r"(?:^|[,;:]\s+|\bthis (?:paper|work),?\s+)(?P<obj>(?:a|an|two|three|several|new|novel)\s+"
                       r"[^,;]{3,150}?)\s+(?:is|are)\s+(?:\w+ly\s+|here\s+|then\s+)?(?:proposed|presented|"
@@ -84,7 +84,10 @@ _DATA_WORDS = re.compile(r"\b(?:dataset|data set|benchmark|corpus|suite|task|tes
 _NOVEL = re.compile(r"\b(?:novel|new|first|simple|general|unified|principled)\b", re.I)
 _ACRONYM_DEF = re.compile(r"((?:[\w\-–²]+\s+){0,9}[\w\-–²]+)\s+\(([A-Z][A-Za-z0-9\-]*[A-Z0-9][A-Za-z0-9\-]*)\)")
 _CALLED_WORDS = r"called|named|namely|dubbed|termed|coined|entitled|we call|we term|we dub|we name|refer to as"
-_CALLED = re.compile(rf"\b(?:{_CALLED_WORDS})\s+[\"“]?\*{{0,2}}([A-Z][\w\-]*[A-Za-z0-9](?:\s+[A-Z][\w\-]*){{0,4}})")
+_CALLED = re.compile(rf"\b(?:{_CALLED_WORDS})\s+[\"“]?\*{{0,2}}([A-Z][\w\-]*[A-Za-z0-9](?:\s+[A-Z][\w\-]*){{0,4}})|"
+                     # "a new extension, which we call smooth interactive submodular set cover, that…"
+                     r"\b(?:which|that)\s+we\s+(?:call|term|dub|refer to as)\s+(?:the\s+)?[\"“]?"
+                     r"([a-z][\w\-]*(?:\s+[a-z][\w\-]*){1,5})(?=[\"”]?\s*(?:[,;.(]|$))")
 # A coined name: an inner capital, a digit or a hyphen joining capitalised parts (FedGMT, P2L, Self-Debias).
 _COINED = re.compile(r"(?<![\w\-])([A-Z][a-z]*[A-Z0-9][\w]*(?:-[\w]+)*|[A-Z][a-z]+(?:-[A-Z][\w]*)+|"
                      r"[A-Z]{2,}-[a-z]+)(?![\w\-])")
@@ -199,7 +202,8 @@ def _names(sentence: str) -> list[_Name]:
     text = sentence.replace("*", "")
     out: list[_Name] = []
     for m in _CALLED.finditer(text):
-        out.append(_Name(m.group(1), None, m.start(1), m.end(1)))
+        g = 1 if m.group(1) else 2
+        out.append(_Name(m.group(g), None, m.start(g), m.end(g)))
     for m in _ACRONYM_DEF.finditer(text):
         long = acronym_phrase(m.group(1), m.group(2), BACKGROUND_ACRONYMS, loose=True)
         if long:
@@ -319,6 +323,10 @@ def _object_of(sentence: str) -> str | None:
     rest = text[m.end():]
     rest = re.sub(r"^\w*\s*", "", rest, count=1) if rest[:1].isalpha() else rest  # the verb's own ending
     rest = re.sub(r"^(?:that|how|whether)\s+", "", rest.strip(), flags=re.I)
+    # "we propose and analyze an accelerated variant…": the second verb's object
+    rest = re.sub(r"^and\s+(?:then\s+)?(?:analy[sz]e|study|evaluate|implement|test|prove|investigate|apply|validate|"
+                  r"discuss|compare|explore|demonstrate|examine|describe|develop|present|introduce|propose)\s+", "",
+                  rest, flags=re.I)
     rest = re.sub(r"^(?:a|an|the)\s+", "", rest, flags=re.I)
     rest = re.sub(r"^[“\"]([^”\"]{1,80})[”\"]", r"\1", rest)  # "we introduce a “novel subclass of CRFs”, derived…"
     return rest or None
@@ -440,7 +448,8 @@ def _sentence_label(sentence: str, role: Role, later_name: str | None = None) ->
         return f"{later_name}: {body[0].lower() + body[1:] if not body[:2].isupper() else body}" if body else later_name
     name = method_name(sentence) if role == Role.PROPOSAL else None
     if name is not None:
-        head = f"{name.long[0].upper()}{name.long[1:]} ({name.name})" if name.long else name.name
+        head = f"{name.long} ({name.name})" if name.long else name.name
+        head = head[0].upper() + head[1:]
         desc = "" if name.long and len(name.long.split()) > 3 else _description(sentence, name)
         desc = re.sub(r"^(?:(?:novel|new|simple|general|first)\s+(?:and\s+\w+\s+)?)+", "", desc.strip(), flags=re.I)
         if desc.casefold() in _GENERIC:
