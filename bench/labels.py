@@ -47,7 +47,7 @@ from evals.sets import SETS_DIR, rule_matches
 from evals.throwaway import throwaway_runtime
 from rag.analysis import analyze
 from rag.config import get_settings
-from rag.contribution import clip_phrase, label_phrase, paper_phrase
+from rag.contribution import MAX_CHARS, MAX_WORDS, label_phrase, paper_phrase
 from rag.qa.evidence import EvidenceIndex
 from rag.qa.generate import GenerationInput
 from rag.qa.generate.extractive import ExtractiveGenerator, attribute
@@ -181,9 +181,13 @@ def neurips_papers(folder: Path = NEURIPS) -> list[dict[str, str]]:
 
 
 def first_sentence(abstract: str) -> str:
-    """The naive label: the abstract's first sentence, clipped like a label."""
+    """The naive label: the abstract's first sentence cut to a label's length (``MAX_WORDS`` words, ``MAX_CHARS``
+    characters), by a rule of its own so that changes to the labelling rules leave it alone."""
     sents = split_sentences(plain_text(abstract))
-    return clip_phrase(sents[0]) if sents else ""
+    words = sents[0].split()[:MAX_WORDS] if sents else []
+    while words and len(" ".join(words)) > MAX_CHARS:
+        words.pop()
+    return " ".join(words)
 
 
 def title_identifiers(title: str) -> list[str]:

@@ -332,12 +332,23 @@ def _object_of(sentence: str) -> str | None:
     return rest or None
 
 
+def _terse(phrase: str) -> str:
+    """A noun phrase without the articles inside it, as titles write them ("framework for the estimation of a
+    copula" → "framework for estimation of copula"): a label has 80 characters for what the paper is about. A
+    clause after it ("…, which", "that aligns the…") keeps its articles."""
+    m = re.search(r",|\b(?:that|which|who|where|whose|while|when)\b", phrase)
+    head, rest = (phrase[:m.start()], phrase[m.start():]) if m else (phrase, "")
+    return re.sub(r"(?<=[\w)])\s+(?:the|a|an)\s+", " ", head) + rest
+
+
 def clip_phrase(phrase: str, max_words: int = MAX_WORDS, max_chars: int = MAX_CHARS) -> str:
     """At most ``max_words`` words and ``max_chars`` characters, ending on a content word; "…" when cut."""
     phrase = re.sub(r"\s+", " ", phrase).strip(" ,;:.")
     if phrase[:1] in "“\"'" and not re.search(r"[”\"']", phrase[1:]):  # an opening quote whose close was cut off
         phrase = phrase[1:]
     phrase = re.sub(r"^[“\"']([^”\"']+)[”\"']", r"\1", phrase)  # "a “novel subclass of CRFs”, derived…"
+    # an aside in brackets ("(in expectation, and also…)", "(i.e., …)") takes room a label needs; an acronym stays
+    phrase = re.sub(r"\s*\((?![A-Za-z0-9\-]+s?\))[^()]*\)", "", phrase)
     cut = re.split(r"(?:,\s+(?:which|where|while|thus|thereby|and thus|leading|resulting|enabling|achieving|"
                    r"allowing|making)\b|;|:\s|\s+[–—]\s+|\.\s|,?\s+and\s+(?:\w+ly\s+)?(?:prove|show|demonstrate|"
                    r"evaluate|establish|derive|provide|achieve|validate|analy[sz]e|apply|obtain)\w*\b)",
@@ -444,7 +455,8 @@ def _sentence_label(sentence: str, role: Role, later_name: str | None = None) ->
     if later_name:
         what = re.sub(r"^(?:(?:novel|new|simple|general|first)\s+(?:and\s+\w+\s+)?)+", "", _object_of(sentence) or "",
                       flags=re.I)
-        body = clip_phrase(what, MAX_WORDS - len(later_name.split()), MAX_CHARS - len(later_name) - 2) if what else ""
+        body = clip_phrase(_terse(what), MAX_WORDS - len(later_name.split()), MAX_CHARS - len(later_name) - 2) if what \
+            else ""
         return f"{later_name}: {body[0].lower() + body[1:] if not body[:2].isupper() else body}" if body else later_name
     name = method_name(sentence) if role == Role.PROPOSAL else None
     if name is not None:
@@ -455,7 +467,7 @@ def _sentence_label(sentence: str, role: Role, later_name: str | None = None) ->
         if desc.casefold() in _GENERIC:
             desc = ""
         if desc and len(head.split()) < MAX_WORDS - 2:
-            body = clip_phrase(desc, MAX_WORDS - len(head.split()), MAX_CHARS - len(head) - 2)
+            body = clip_phrase(_terse(desc), MAX_WORDS - len(head.split()), MAX_CHARS - len(head) - 2)
             if body and body.casefold() != head.casefold():
                 return f"{head}: {body[0].lower() + body[1:] if not body[:2].isupper() else body}"
         return head
@@ -466,7 +478,7 @@ def _sentence_label(sentence: str, role: Role, later_name: str | None = None) ->
     named = _names(sentence)
     if named and re.match(r"(?:it|they)\s", obj, re.I):  # "…demonstrate that it optimizes" → "PMD-mean optimizes"
         obj = named[0].name + obj[obj.index(" "):]
-    return clip_phrase(obj)
+    return clip_phrase(obj if role in (Role.FINDING, Role.RESULT) else _terse(obj))  # a finding stays a sentence
 
 
 def paper_phrase(abstract: str) -> str:

@@ -143,4 +143,4 @@ def test_a_name_another_sentence_gives_the_method_labels_it() -> None:
 def test_a_proposal_in_the_passive_voice_is_the_contribution() -> None:
     c = analyse_abstract(COPULAS)
     assert c.main == 3 and c.roles[3] == Role.PROPOSAL
-    assert label_phrase(COPULAS) == "Bayesian framework for the estimation of conditional copulas"
+    assert label_phrase(COPULAS) == "Bayesian framework for estimation of conditional copulas"
