@@ -63,6 +63,11 @@ _FIND = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_FIND_VERBS})\w*\b(?:[^.;]{{0,90}}?)\s
                    r"evaluations?)\s+(?:\w+ly\s+)?(?:show|suggest|reveal|demonstrate|indicate|establish|prove)",
                    re.I)
 _STUDY = re.compile(rf"\b{_WE}\s+{_ADV}(?:{_STUDY_VERBS})\w*", re.I)
+# "We prove the first finite-sample convergence rates for…", "we derive an upper PAC bound…": a result stated as
+# an object rather than as "that…".
+_RESULT_OBJ = re.compile(rf"\b{_WE}\s+{_ADV}(?:prove|derive|establish|obtain|give|provide)[sd]?\b"
+                         r"(?=\s+(?:here\s+)?(?:a|an|the|new|novel|first|tight|two|three|several|upper|lower|"
+                         r"optimal|improved|sharp|general)\b)", re.I)
 _RESULT = re.compile(r"\b(?:experiments?|results?|evaluations?|empirically|extensive)\b.{0,80}\b(?:show|demonstrat|"
                      r"outperform|achiev|improv|reduc|surpass|yield|match)|\b(?:outperform|surpass)s?\b", re.I)
 _VOICE = re.compile(r"\b(?:we|our|us)\b|\bthis (?:paper|work|study|article)\b", re.I)
@@ -139,7 +144,7 @@ def _role(sentence: str, index: int, first_voice: int | None) -> Role:
         return Role.PART if _PART.search(s) else Role.PROPOSAL
     if _FIND.search(s):
         return Role.FINDING
-    if own and _STUDY.search(s):
+    if own and _STUDY.search(s) or _RESULT_OBJ.search(s):  # a result as an object counts like a topic
         return Role.STUDY
     if first_voice is not None and index < first_voice:
         return Role.BACKGROUND
@@ -317,12 +322,12 @@ def _object_of(sentence: str) -> str | None:
         passive = _PASSIVE.search(text)
         if passive:
             return re.sub(r"^(?:a|an)\s+", "", passive.group("obj"), flags=re.I)
-    m = m or _FIND.search(text) or _STUDY.search(text)
+    m = m or _FIND.search(text) or _RESULT_OBJ.search(text) or _STUDY.search(text)
     if not m:
         return None
     rest = text[m.end():]
     rest = re.sub(r"^\w*\s*", "", rest, count=1) if rest[:1].isalpha() else rest  # the verb's own ending
-    rest = re.sub(r"^(?:that|how|whether)\s+", "", rest.strip(), flags=re.I)
+    rest = re.sub(r"^(?:here\s+)?(?:that|how|whether)\s+|^here\s+", "", rest.strip(), flags=re.I)
     # "we propose and analyze an accelerated variant…": the second verb's object
     rest = re.sub(r"^and\s+(?:then\s+)?(?:analy[sz]e|study|evaluate|implement|test|prove|investigate|apply|validate|"
                   r"discuss|compare|explore|demonstrate|examine|describe|develop|present|introduce|propose)\s+", "",

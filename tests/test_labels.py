@@ -144,3 +144,10 @@ def test_a_proposal_in_the_passive_voice_is_the_contribution() -> None:
     c = analyse_abstract(COPULAS)
     assert c.main == 3 and c.roles[3] == Role.PROPOSAL
     assert label_phrase(COPULAS) == "Bayesian framework for estimation of conditional copulas"
+
+
+def test_a_result_stated_as_an_object_labels_a_theory_paper() -> None:
+    abstract = ("We prove the first finite-sample convergence rates for any incremental PCA algorithm using "
+                "sub-quadratic time and memory per iteration. The algorithm analyzed is Oja's learning rule, an "
+                "efficient and well-known scheme for estimating the top principal component.")
+    assert label_phrase(abstract).startswith("Finite-sample convergence rates for any incremental PCA algorithm")
