@@ -88,8 +88,7 @@ class Runtime:
     def export_encoder(self) -> None:
         """After an ingest: write the encoder's ONNX export if it has none (``rag.index.onnx_bert``), so processes
         that only ask questions start without torch."""
-        if self.settings.embeddings.provider != "openai":
-            export_fast_encoder(self.embedder)
+        export_fast_encoder(self.embedder)  # False, nothing written, for an embedder without an export (openai)
 
     def close(self) -> None:
         if self._store is not None:
