@@ -11,8 +11,9 @@ arXiv ids no bench corpus uses, 9912.*); then A times its next sync and answer. 
 B's whole command (its own home's index install or rebuild included), not the 100 papers alone.
 
 ``--lexical-from DIR`` starts A from a copy of a lexical index already built for that store (a bench home's
-``lexical`` folder), as a server process that has been running would be, instead of a full rebuild (minutes
-at 100k). A then waits for its background publish to the server before B starts, so B installs it.
+``lexical`` folder if it holds one index, or the index folder itself, ``lexical/papers-…``), as a server
+process that has been running would be, instead of a full rebuild (minutes at 100k). A then waits for its
+background publish to the server before B starts, so B installs it.
 ``--second-host`` finally times a fresh home C (server mode) running ``paperchat ask`` from process start to
 exit (the published index installed, the question answered): "a second host answers its first question".
 """
@@ -41,9 +42,13 @@ def serve(flag: Path, lexical_from: Path | None = None) -> None:
 
     rt = Runtime(get_settings())
     if lexical_from is not None:  # the index's folder is named for the store's location: copy the one built there
-        built = [p for p in lexical_from.iterdir() if p.is_dir()]
+        if (lexical_from / "catalog.sqlite").exists():  # an index folder itself
+            built = [lexical_from]
+        else:  # a home's lexical/ folder holding exactly one index
+            built = [p for p in lexical_from.iterdir() if p.is_dir()]
         if len(built) != 1:
-            raise SystemExit(f"{lexical_from}: expected one lexical index folder, found {len(built)}")
+            names = ", ".join(sorted(p.name for p in built)) or "none"
+            raise SystemExit(f"{lexical_from}: expected one lexical index folder, found {names}; pass the one to copy")
         shutil.copytree(built[0], rt.lexical.root)
     t = time.perf_counter()
     rt.lexical.sync(rt.store)
