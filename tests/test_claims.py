@@ -502,3 +502,83 @@ def test_a_comparison_where_the_source_says_the_same() -> None:
     # the same cost, but a faster mixing: the comparison is about something else
     both = "Our sampler has the same cost per step as Gibbs sampling but mixes faster than Gibbs sampling."
     assert check_against(both, "The sampler mixes faster than Gibbs sampling.") == []
+
+
+# ---- v5: stronger alignment, cautions ---------------------------------------------------------------
+def test_a_contrast_the_statement_draws_is_a_caution_not_a_contradiction(embedder) -> None:
+    """"A instead of B": the source naming B (as the costly alternative) is no evidence that the statement denies
+    something it says; the statement stays supported, with a caution in its why and in the warnings."""
+    abstract = ("Pruning the dense layers after training is costly. We prune the attention heads of the encoder, "
+                "which keeps most of the accuracy at a fraction of the cost.")
+    statement = "The method prunes the attention heads of the encoder instead of the dense layers."
+    sentences = sentences_of(abstract)
+    reasons, cautions = claims.review(statement, claims.Source.of(sentences), sentences[1])
+    assert reasons == [] and cautions and "instead" in cautions[0]
+    paper = StoredPaper(id="p1", label="Pruning heads", title=None, authors=(), categories=(), year=None,
+                        abstract=abstract)
+    out = verify(Generation(statement.rstrip(".") + " [1].", [PaperHit("p1", 1.0, paper=paper)]),
+                 EvidenceIndex(embedder, lambda t: {x: 1.0 for x in t}))
+    st = out.statements[0]
+    assert st.supported and st.why.startswith("caution: ") and out.citations[0].supported
+    assert any("caution:" in w for w in out.warnings) and not any("does not support" in w for w in out.warnings)
+    # a plain denial of what the source asserts is still a contradiction
+    assert check_against(abstract, "The method does not prune the attention heads of the encoder.")
+
+
+def test_an_adverbial_is_not_what_a_negation_denies() -> None:
+    abstract = "The lower bound shows that the rate is in general the best possible with one round of messages."
+    assert check_against(abstract, "A lower bound shows the rate cannot in general be improved with one round of "
+                                   "messages.") == []
+    assert check_against("The estimator is in general unbiased and converges in practice within ten epochs.",
+                         "The estimator does not in practice converge within ten epochs.")
+
+
+def test_a_comparison_is_reversed_only_when_its_sides_align_crosswise() -> None:
+    abstract = "Our approach is orders of magnitude faster than current methods on the layout task."
+    assert check_against(abstract, "On the layout task the method is orders of magnitude faster than existing "
+                                   "approaches.") == []
+    assert check_against("Gradient clipping trains more stably than weight decay on the speech corpus.",
+                         "Weight decay trains more stably than gradient clipping on the speech corpus.")
+
+
+def test_a_plural_acronym_names_what_the_singular_does() -> None:
+    abstract = "The kernels are evaluated on a GPU against linear SVM baselines."
+    assert check_against(abstract, "The kernels run on GPUs and are compared with linear SVMs.") == []
+    assert check_against(abstract, "The kernels run on TPUs and are compared with linear SVMs.")
+
+
+def test_a_percentage_level_and_a_ratio_quote_the_source_s_numbers() -> None:
+    abstract = ("The correlation with human ranks is 0.81 ($p < 0.05$). For a ratio of wall to stream velocity of "
+                "2.92 the flow is stable.")
+    assert check_against(abstract, "The correlation with human ranks is 0.81, significant at the 5% level.") == []
+    assert check_against(abstract, "The correlation with human ranks is 0.81, significant at the 1% level.")
+    assert check_against(abstract, "With the wall moving at 2.92 times the stream velocity the flow is stable.") == []
+    assert check_against(abstract, "With the wall moving at 3.92 times the stream velocity the flow is stable.")
+    # a count is still no multiplier
+    assert check_against("The model uses 3 levels of supervision.", "The model is 3 times faster than the baseline.")
+
+
+def test_a_prefixed_opposite_elsewhere_needs_two_words_in_common() -> None:
+    abstract = ("The samplers converge at the same rate as their fixed-step versions. The MCMC sampler also targets "
+                "accurate invariant measures of the chain.")
+    faithful = "The decreasing-step MCMC variants converge as fast as the fixed-step versions."
+    assert check_against(abstract, faithful) == []
+    assert check_against("The sampler targets invariant measures of the chain.",
+                         "The sampler targets variant measures of the chain.")
+
+
+def test_same_or_different_before_a_noun_compares_nothing() -> None:
+    abstract = ("Mirror descent replaces the squared distance by a Bregman kernel. Different Bregman kernels give "
+                "different updates.")
+    assert check_against(abstract, "Mirror descent swaps the squared distance for a Bregman kernel, and the "
+                                   "splitting solver uses the same Bregman kernel idea.") == []
+    assert check_against("The forest gives the same error as the boosted trees.",
+                         "The forest gives an error different from the boosted trees.")
+
+
+def test_reduces_to_the_is_an_equivalence_not_a_decrease() -> None:
+    abstract = ("The stability of flows over moving walls is formulated. The critical number of the boundary layer "
+                "increases with surface cooling.")
+    assert check_against(abstract, "The stability of flows over moving surfaces reduces to the classical "
+                                   "boundary-layer problem.") == []
+    assert check_against(abstract, "The critical number of the boundary layer reduces with surface cooling.")

@@ -24,7 +24,11 @@ is then checked against that parse:
 - names: acronyms, CamelCase and names with digits ("FedGMT", "CIFAR-10") occur in the source once symbols are
   folded ("L1" = ``$\\ell_1$``, "alpha" = α), or an acronym's words do ("RL" for "reinforcement learning").
 
-Each failed rule gives a reason quoting what disagrees; no reason means the statement passes.
+Each failed rule gives a reason quoting what disagrees; no reason means the statement passes. A rule whose
+finding is too often wrong on new wording gives a caution instead (``review``): quoted to the user, not counted
+as unsupported. One such today: a statement's contrast ("A instead of B", "rather than B"), whose B a source
+names as the alternative as often as it asserts it. Rules that tie a statement's word to a distant source word
+want two words in common around both outside the evidence sentence (opposite words, prefixed opposites).
 """
 
 from __future__ import annotations
@@ -58,6 +62,8 @@ _CUES = _NEGATION | _DENY
 # What a statement can deny that way ("uses A rather than B", "avoids retraining"); not "unlike X", which names
 # what is contrasted, nor "few"/"little", which may only say how much.
 _STATEMENT_CUES = _CUES - {"unlike", "little", "few", "miss", "misses", "missed"}
+# Contrast cues of a statement ("A instead of B", "A rather than B"): what they set aside is named, not denied.
+_CONTRAST = {"instead", "rather"}
 # Words under which a negated statement can be a fair reading of a positive source ("only one pass" → "does
 # not need two passes"; "instead of retraining" → "does not retrain"), looked for before the word.
 _RESTRICTIVE = _CUES | {"only", "unnecessary", "absent", "absence", "less", "fewer", "merely", "solely", "single",
@@ -252,6 +258,15 @@ def _is_cue(ws: Sequence[Word], i: int) -> bool:
     return not (w == "nor" and prev == "neither")
 
 
+_ADVERBIAL = {"general", "practice", "principle", "theory", "particular", "turn", "addition", "fact"}
+
+
+def _adverbial(ws: Sequence[Word], j: int) -> bool:
+    """``ws[j]`` is the noun of an adverbial phrase ("cannot in general be improved", "does not in practice
+    need"): it says how the claim holds, not what is denied."""
+    return ws[j].surface in _ADVERBIAL and j > 0 and ws[j - 1].surface == "in"
+
+
 def _head(ws: Sequence[Word], i: int) -> tuple[int, frozenset[str]] | None:
     """The first content word a cue at ``i`` negates, as (index, terms); none past a clause mark."""
     deny = ws[i].surface in _DENY
@@ -259,7 +274,7 @@ def _head(ws: Sequence[Word], i: int) -> tuple[int, frozenset[str]] | None:
         w = ws[j].surface
         if w in _BOUNDARY:
             return None
-        if w in _FILLER or w in _NEGATION or (deny and w in _CARRIER):
+        if w in _FILLER or w in _NEGATION or (deny and w in _CARRIER) or _adverbial(ws, j):
             continue
         return (j, ws[j].terms) if ws[j].terms else None
     return None
@@ -556,8 +571,9 @@ def name_reasons(statement: str, source: Source) -> list[str]:
                 continue  # math symbols ("χ²") are written many ways
             if t.isalpha() and 2 <= len(t) <= 6 and _expands(t, source.parts()):
                 continue
-            if t.isalpha() and 3 <= len(t) <= 7 and t.endswith("s") and _expands(t[:-1], source.parts()):
-                continue  # a plural acronym: "MDPs" for "Markov decision processes"
+            if t.isalpha() and 3 <= len(t) <= 7 and t.endswith("s") and (
+                    term_in(t[:-1], source.terms) or _expands(t[:-1], source.parts())):
+                continue  # a plural acronym: "SVMs" for "SVM", "MDPs" for "Markov decision processes"
             missing.add(t)
     for m in re.finditer(r"[^\s,;:()\[\]]+", folded):
         word = m.group(0).rstrip(".")
@@ -586,9 +602,11 @@ def _absolute(ws: Sequence[Word], i: int, h: int) -> bool:
     return False
 
 
-def _negated_claims(ws: tuple[Word, ...], source: Source) -> list[str]:
+def _negated_claims(ws: tuple[Word, ...], source: Source, cautions: list[str] | None = None) -> list[str]:
     """A negated word of the statement, where the source says the same thing (the occurrence sharing most words
-    around it) without a negation or restriction."""
+    around it) without a negation or restriction. A contrast ("uses A instead of B", "rather than B") names what
+    the statement sets aside, which a source mentions as the alternative as often as it asserts it: that goes to
+    ``cautions`` (when given), not to the reasons."""
     reasons = []
     for i in range(len(ws)):
         if ws[i].surface not in _STATEMENT_CUES or not _is_cue(ws, i):
@@ -609,8 +627,13 @@ def _negated_claims(ws: tuple[Word, ...], source: Source) -> list[str]:
         strict = _absolute(ws, i, h)
         if not any(_restricted(source.words[si], j, strict) for si, j in top):
             si, j = top[0]
-            reasons.append(f"says \u201c{_quote(ws, i, 1, 2)}\u201d where the abstract says "
-                           f"\u201c{_quote(source.words[si], j)}\u201d")
+            why = (f"says \u201c{_quote(ws, i, 1, 2)}\u201d where the abstract says "
+                   f"\u201c{_quote(source.words[si], j)}\u201d")
+            if ws[i].surface in _CONTRAST:
+                if cautions is not None:
+                    cautions.append(why)
+            else:
+                reasons.append(why)
     return reasons
 
 
@@ -642,7 +665,7 @@ def _denied_claims(ws: tuple[Word, ...], source: Source, ev: int) -> list[str]:
     return []
 
 
-def _prefixed_opposites(ws: tuple[Word, ...], source: Source) -> list[str]:
+def _prefixed_opposites(ws: tuple[Word, ...], source: Source, ev: int = -1) -> list[str]:
     """"tractable" where the source says only "intractable" about the same words, or the other way round."""
     reasons = []
     wide = 2 * WINDOW
@@ -675,7 +698,9 @@ def _prefixed_opposites(ws: tuple[Word, ...], source: Source) -> list[str]:
         around = _context(ws, k, wide)
         opposite, where = max((_overlap(around, source.context(p, wide)), p) for p in opposite_at)
         same = max((_overlap(around, source.context(p, wide)) for p in same_at), default=-1)
-        if opposite >= 1 and (same <= 0 or opposite >= same + 2):
+        # Outside the evidence sentence, two words in common around them at least (as for direction words): one
+        # shared word ties "variants" to an "invariant measure" elsewhere no more than to anything else.
+        if opposite >= (1 if where[0] == ev else 2) and (same <= 0 or opposite >= same + 2):
             reasons.append(f"says \u201c{_quote(ws, k, 1, 1)}\u201d where the abstract says "
                            f"\u201c{_quote(source.words[where[0]], where[1], 1, 1)}\u201d")
     return reasons
@@ -686,7 +711,7 @@ def negation_reasons(statement: str, source: Source, evidence: str) -> list[str]
     opposite of the source's word about the same thing."""
     ws = words(statement)
     return (_negated_claims(ws, source) + _denied_claims(ws, source, source.evidence_index(evidence))
-            + _prefixed_opposites(ws, source))
+            + _prefixed_opposites(ws, source, source.evidence_index(evidence)))
 
 
 def _as_verb(ws: Sequence[Word], j: int) -> bool:
@@ -706,10 +731,39 @@ def _pole_match(pattern: re.Pattern[str], surface: str) -> bool:
             and any(pattern.fullmatch(p) for p in parts if p != "well"))
 
 
+_LIKENESS = {"same", "identical", "different", "distinct"}
+_DETERMINERS = {"the", "a", "an", "that", "this", "these", "those"}
+_RELATING = {"as", "from", "than", "between", "with"}  # and "to" after "identical"
+
+
+def _attributive(ws: Sequence[Word], j: int) -> bool:
+    """``ws[j]`` ("same", "different") only qualifies the noun after it: no relating word ("as", "from", "than"…)
+    follows within four words of the clause, and it is not a predicate ("are the same", "is different")."""
+    prev = ws[j - 1].surface if j else ""
+    if prev in {"is", "are", "was", "were", "be", "been", "remain", "remains"} or (
+            prev == "the" and j > 1 and ws[j - 2].surface in {"is", "are", "was", "were", "be", "remain", "remains"}):
+        return False
+    for k in range(j + 1, min(len(ws), j + 5)):
+        s = ws[k].surface
+        if s in _BOUNDARY:
+            break
+        if s in _RELATING or s == "to" and ws[j].surface == "identical":
+            return False
+    return j + 1 < len(ws) and bool(ws[j + 1].terms)
+
+
 def _idiom(ws: Sequence[Word], j: int) -> bool:
     """``ws[j]`` is a pole word inside an idiom that has no direction: "as well as", "as well", and "well" before a
-    participle ("well known", "well suited", "well understood", "well short of": degree, not quality)."""
-    if ws[j].surface != "well":
+    participle ("well known", "well suited", "well understood", "well short of": degree, not quality); "reduces to
+    the …" (is equivalent to, not a decrease); and "same" / "different" before a noun with nothing it is compared
+    with ("applies the same idea", "different divergences": no "as …", "from …", "than …")."""
+    w = ws[j].surface
+    if w in _LIKENESS:
+        return _attributive(ws, j)
+    if re.fullmatch(r"reduc(?:e|es|ed|ing)", w):
+        return (j + 2 < len(ws) and ws[j + 1].surface == "to"
+                and (ws[j + 2].surface in _DETERMINERS or ws[j + 2].surface.endswith("ing")))
+    if w != "well":
         return False
     nxt = ws[j + 1].surface if j + 1 < len(ws) else ""
     return (j > 0 and ws[j - 1].surface == "as" or nxt in {"as", "short", "below", "above", "beyond", "within"}
@@ -825,6 +879,13 @@ def _sides(ws: Sequence[Word], left: int, right: int) -> tuple[frozenset[str], f
     return frozenset(before), frozenset(after)
 
 
+def _crossed(a: frozenset[str], b: frozenset[str], sa: frozenset[str], sb: frozenset[str]) -> bool:
+    """The statement's two sides share more words with the source's sides crosswise than straight: "A beats B"
+    against "B beats A", not against "A' beats B'" whose sides happen to share a word crosswise ("the method …
+    than existing approaches" against "our approach … than current methods")."""
+    return _overlap(a, sb) + _overlap(b, sa) > _overlap(a, sa) + _overlap(b, sb)
+
+
 def _comparison_reasons(ws: Sequence[Word], source: Source) -> list[str]:
     """"A is more effective than B" where the source says "B is more effective than A" ("A is less effective than
     B" is left to the direction rule, and "B is less effective than A" is the same comparison), or where it says
@@ -832,7 +893,7 @@ def _comparison_reasons(ws: Sequence[Word], source: Source) -> list[str]:
     said = frozenset().union(*(w.terms for w in ws))
     for _, pole, side, a, b in _comparisons(ws):
         for _, sp, sside, sa, sb in source.comparisons:
-            if sp == pole and sside == side and _shares(a - sa, sb) and _shares(b - sb, sa):
+            if sp == pole and sside == side and _shares(a - sa, sb) and _shares(b - sb, sa) and _crossed(a, b, sa, sb):
                 return [f"compares the other way round from the abstract "
                         f"(\u201c{' '.join(x.surface for x in ws if x.surface not in _BOUNDARY)}\u201d)"]
         if any(sp == pole and _shares(b, sb) for _, sp, _, _, sb in source.comparisons):
@@ -860,11 +921,22 @@ def _equalities(ws: Sequence[Word]) -> list[tuple[frozenset[str], frozenset[str]
 
 
 # ---- all rules -----------------------------------------------------------------------------------
-def check(statement: str, source: Source, evidence: str) -> list[str]:
-    """Why ``statement`` is not what its ``source`` says; empty when every rule passes.
+def review(statement: str, source: Source, evidence: str) -> tuple[list[str], list[str]]:
+    """(reasons, cautions): why ``statement`` is not what its ``source`` says (empty when every rule passes), and
+    what a rule of weak precision on unseen wording found (shown as a warning; the statement stays supported).
 
     ``source``: the cited abstracts parsed once (``Source.of``); ``evidence``: the source sentence that best
     matches the statement."""
+    cautions: list[str] = []
     formulas, rest = formula_reasons(statement, source)
-    return (formulas + number_reasons(rest, source) + count_reasons(rest, source) + name_reasons(rest, source)
-            + negation_reasons(statement, source, evidence) + direction_reasons(statement, source, evidence))
+    ws = words(statement)
+    ev = source.evidence_index(evidence)
+    reasons = (formulas + number_reasons(rest, source) + count_reasons(rest, source) + name_reasons(rest, source)
+               + _negated_claims(ws, source, cautions) + _denied_claims(ws, source, ev)
+               + _prefixed_opposites(ws, source, ev) + direction_reasons(statement, source, evidence))
+    return reasons, cautions
+
+
+def check(statement: str, source: Source, evidence: str) -> list[str]:
+    """Why ``statement`` is not what its ``source`` says; empty when every rule passes (cautions not counted)."""
+    return review(statement, source, evidence)[0]

@@ -101,6 +101,9 @@ _DENOMINATORS = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, 
 _MULTIPLIERS = {"twice": 2, "double": 2, "doubles": 2, "doubled": 2, "doubling": 2, "triple": 3, "triples": 3,
                 "tripled": 3, "tripling": 3, "quadruple": 4, "quadruples": 4, "quadrupled": 4,
                 "halve": 0.5, "halves": 0.5, "halved": 0.5, "halving": 0.5}
+# A value stated as a ratio is a multiplier: "a ratio of wall to stream velocity of 2.92" is "2.92 times" (the
+# value's text must follow "ratio" within the clause).
+_RATIO = re.compile(r"\bratios?\b[^.;:()]{0,60}\b(?:of|is|was|equals?|=)\s*$")
 # Words that count as numbers in a source but are too common to check in a statement ("one of", "a single").
 _SOURCE_ONLY = {"one": 1, "single": 1, "once": 1, "pair": 2, "both": 2, "dual": 2, "binary": 2}
 # A multiplier of a reduction is also the fraction left: "four times less data" is a quarter of it, "two orders of
@@ -401,7 +404,7 @@ def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
             stated.written.add(q.value)
             if q.unit == "%":
                 stated.percents.add(q.value)
-            if q.unit == "x":
+            if q.unit == "x" or not q.unit and _RATIO.search(s[:s.find(q.text)] if q.text in s else ""):
                 stated.times |= q.values
             if q.seconds is not None:
                 stated.durations.add(q.seconds)
@@ -455,6 +458,10 @@ def matches(q: Quantity, source: Values, rel: float) -> bool:
     # A plain number of a formula the statement writes out of it ("(1+ε)" in "L = (1+ε) n^{1/2}"); not a
     # multiplier or a percentage ("3-fold" is not the 3 of T^{2/3}).
     if not q.unit and any(math.isclose(q.value, v, rel_tol=1e-9, abs_tol=6e-5) for v in source.in_formulas):
+        return True
+    # A percentage quotes a fraction of a formula ("significant at the 5% level" for "$p < 0.05$").
+    if q.unit == "%" and 0 < q.value < 100 and any(math.isclose(q.value / 100, v, rel_tol=1e-9)
+                                                   for v in source.in_formulas if 0 < v < 1):
         return True
     # A fraction quotes a percentage ("a tenth", 0.1 for 10%), not a count: 0.01 is not the "1" of "rank-1".
     if not q.unit and 0 < q.value < 1 and any(math.isclose(q.value * 100, v, rel_tol=0.015) for v in source.percents):

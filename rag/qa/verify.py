@@ -6,7 +6,9 @@ abstract, and embedding cosine with the abstract's best-matching sentence (which
 citation's ``evidence``). A score says the statement is on topic, not that the abstract says it, so each
 statement also goes through the claim checks of ``rag.qa.claims`` (numbers, negation, direction, names)
 against its cited abstracts and best-matching sentence. A statement that fails either is unsupported, with
-the reason in ``Verified.statements`` and quoted in the warnings, and so is every citation it carries.
+the reason in ``Verified.statements`` and quoted in the warnings, and so is every citation it carries. What a
+caution-level check finds (a rule too imprecise on new wording to overrule the score: ``claims.review``) is
+quoted in the warnings and in the statement's ``why`` as "caution: …", and the statement stays supported.
 Only papers cited in the final text become citations, renumbered 1..m in order of first appearance.
 """
 
@@ -145,6 +147,7 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
         weights = evidence.idf(terms)
         total = sum(weights.values())
         why: list[str] = []
+        cautions: list[str] = []  # what a caution-level claim check found; the statement stays supported
         top: tuple[float, str] | None = None  # the best-matching sentence over all cited abstracts
         cited = [n for n in st.cites if n in best]
         for n in cited:
@@ -172,15 +175,19 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
                     [s for n in cited for s in evs[n - 1].sentences],
                     frozenset().union(*(evs[n - 1].all_terms for n in cited)),
                     " ".join(f"{p.title or ''} {p.label} {p.year or ''}" for p in papers))
-            wrong = claims.check(st.text, parsed[key], top[1])
+            wrong, caution = claims.review(st.text, parsed[key], top[1])
+            marks = "".join(f"[{n}]" for n in cited)
             if wrong:
                 failed.update(cited)
-                marks = "".join(f"[{n}]" for n in cited)
                 warnings.append(f"{marks} does not support: \u201c{st.text[:160]}\u201d ({'; '.join(wrong)})")
                 why += wrong
+            if caution:  # a check of weak precision on new wording: warned about, not counted as unsupported
+                warnings.append(f"{marks} check: \u201c{st.text[:160]}\u201d (caution: {'; '.join(caution)})")
+                cautions += [f"caution: {c}" for c in caution]
         if cited:
             checks.append(StatementCheck(text=st.text, cited=cited, supported=not why and top is not None,
-                                         why="; ".join(why) if top is not None else "no abstract text to check"))
+                                         why="; ".join(why + cautions) if top is not None
+                                         else "no abstract text to check"))
     citations = []
     for n, hit in enumerate(sources, start=1):
         p = hit.paper
