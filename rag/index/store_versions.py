@@ -16,7 +16,11 @@ from typing import Any
 from rag.index import rows
 from rag.index.store import ChromaStore
 
-PAGE = 20_000  # ids only: a page is a few hundred KB
+# Every chunk id, read without a ``where`` clause: filtering on the chunk metadata makes the server scan the
+# metadata table for each page (2.4 s for 100k papers through `chroma run` in pages of 20k, 0.63 s in one page),
+# while ids alone come straight from the id index (0.34 s for all 125k chunk ids, measured 2026-12-03). The
+# chunk-0 rows are those whose id ends in ``#0``. Large pages: an offset page re-walks the rows before it.
+PAGE = 250_000  # ids only: ~10 MB of JSON per page
 
 
 def stored_versions(store: ChromaStore) -> dict[str, str]:
@@ -28,9 +32,11 @@ def stored_versions(store: ChromaStore) -> dict[str, str]:
     try:
         offset = 0
         while True:
-            res = store.collection.get(where=rows.FIRST_CHUNK, include=[], limit=PAGE, offset=offset)
+            res = store.collection.get(include=[], limit=PAGE, offset=offset)
             for cid in res["ids"]:
-                key = cid.rsplit("#", 1)[0]
+                key, index = cid.rsplit("#", 1)
+                if index != "0":
+                    continue
                 pid = rows.paper_of_chunk(cid)
                 if key > out.get(pid, ""):
                     out[pid] = key
