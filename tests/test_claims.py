@@ -582,3 +582,16 @@ def test_reduces_to_the_is_an_equivalence_not_a_decrease() -> None:
     assert check_against(abstract, "The stability of flows over moving surfaces reduces to the classical "
                                    "boundary-layer problem.") == []
     assert check_against(abstract, "The critical number of the boundary layer reduces with surface cooling.")
+
+
+def test_only_one_of_two_things_the_source_names_together() -> None:
+    abstract = ("The framework learns a synthesis dictionary and an analysis dictionary jointly. It is evaluated "
+                "on both single-core and multi-core machines.")
+    assert check_against(abstract, "The framework learns only a synthesis dictionary.")
+    assert check_against(abstract, "The framework runs only on single-core machines.")
+    assert check_against(abstract, "The framework jointly learns a synthesis and an analysis dictionary.") == []
+    assert check_against(abstract, "It was evaluated on single-core machines and on multi-core ones.") == []
+    # a restriction the source shares, or one to a list, is no contradiction
+    assert check_against("The solver handles only linear constraints, and the dual and primal are solved jointly.",
+                         "The solver handles only linear constraints.") == []
+    assert check_against(abstract, "The framework learns only a synthesis dictionary and an analysis dictionary.") == []
