@@ -595,3 +595,22 @@ def test_only_one_of_two_things_the_source_names_together() -> None:
     assert check_against("The solver handles only linear constraints, and the dual and primal are solved jointly.",
                          "The solver handles only linear constraints.") == []
     assert check_against(abstract, "The framework learns only a synthesis dictionary and an analysis dictionary.") == []
+
+
+def test_a_word_and_its_prefixed_opposite_each_judged_on_its_own_noun() -> None:
+    abstract = "The problem minimises a convex objective under non-convex rank constraints."
+    assert check_against(abstract, "The problem minimises a non-convex objective under convex rank constraints.")
+    assert check_against(abstract, "A convex objective is minimised, subject to non-convex rank constraints.") == []
+    # both forms named of one noun: no claim either way
+    assert check_against("The bound covers convex and non-convex losses.",
+                         "The bound covers non-convex and convex losses alike.") == []
+
+
+def test_information_theoretic_is_no_prefixed_word_and_over_under_are_opposites() -> None:
+    abstract = "We prove sharp information-theoretic bounds for the tensor model."
+    assert check_against(abstract, "Sharp information-theoretic bounds are proved for the tensor model, which "
+                                   "are information theoretic in nature.") == []
+    abstract = "The correction can under-power a study because it ignores dependencies between statistics."
+    assert check_against(abstract, "The correction can over-power a study because it ignores dependencies.")
+    assert check_against(abstract, "Ignoring dependencies between statistics, the correction can under-power "
+                                   "a study.") == []

@@ -175,6 +175,7 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     ((r"centrali[sz]ed",), (r"decentrali[sz]ed",)),
     ((r"synchronous\w*",), (r"asynchronous\w*",)),
     ((r"over-?fit\w*",), (r"under-?fit\w*",)),
+    ((r"over-\w+",), (r"under-\w+",)),  # "over-power a study" / "under-power" (hyphenated: not "over the data")
     ((r"majority",), (r"minority",)),
     # all of something or part of it
     ((r"every", r"entire", r"entirety", r"whole"),
@@ -289,7 +290,7 @@ def _negated(ws: Sequence[Word], j: int) -> bool:
 def _prefixed(surface: str) -> str | None:
     """The word a negative prefix turns around ("intractable" → "tractable", "non-convex" → "convex"), if any."""
     m = _NEG_PREFIX.fullmatch(surface)
-    if not m or _NOT_PREFIXED.fullmatch(surface):
+    if not m or _NOT_PREFIXED.fullmatch(surface) or _NOT_PREFIXED.fullmatch(surface.split("-")[0]):
         return None
     prefix, rest = m.group(1), m.group(2).lstrip("-")
     if prefix.startswith("non"):
@@ -666,6 +667,49 @@ def _denied_claims(ws: tuple[Word, ...], source: Source, ev: int) -> list[str]:
     return []
 
 
+def _qualified(ws: Sequence[Word], k: int) -> frozenset[str]:
+    """The terms of the noun right after ``ws[k]`` (the next word, or the one after it), none if a clause mark or
+    "and" / "or" comes first."""
+    for x in range(k + 1, min(len(ws), k + 3)):
+        if ws[x].surface in _BOUNDARY or ws[x].surface in _COORD:
+            return frozenset()
+        if ws[x].terms:
+            return ws[x].terms
+    return frozenset()
+
+
+def _paired(ws: Sequence[Word], k: int) -> bool:
+    """``ws[k]`` stands next to an "and" / "or": one of a pair ("convex and non-convex", "finite or infinite")."""
+    return any(0 <= x < len(ws) and ws[x].surface in _COORD for x in (k - 1, k + 1))
+
+
+def _swapped_qualifier(ws: Sequence[Word], k: int, base: frozenset[str], mine: frozenset[str],
+                       source: Source) -> str | None:
+    """The statement's word at ``k`` qualifies a noun that the source qualifies only with the word's prefixed
+    opposite (``base``: the statement's word is the prefixed one, with ``mine`` its bare terms)."""
+    noun = _qualified(ws, k)
+    if not noun or _paired(ws, k):
+        return None  # "non-convex and convex losses": both, of one noun
+    opposite, same = None, False
+    for si, j in source.occurrences(mine) + source.occurrences(mine, source.flipped):
+        sw = source.words[si]
+        flipped = _flipped_terms(sw[j].surface)
+        if not _same_word(mine, flipped or sw[j].terms):
+            continue
+        if _paired(sw, j) and _same_word(noun, _qualified(sw, j + 2) | _qualified(sw, j)):
+            same = True  # the source names both forms of the noun
+        if not _same_word(noun, _qualified(sw, j)):
+            continue
+        if bool(flipped) == bool(base) and not _negated(sw, j):
+            same = True
+        elif bool(flipped) != bool(base) and not _negated(sw, j):
+            opposite = (si, j)
+    if opposite is None or same:
+        return None
+    return (f"says \u201c{_quote(ws, k, 1, 1)}\u201d where the abstract says "
+            f"\u201c{_quote(source.words[opposite[0]], opposite[1], 1, 1)}\u201d")
+
+
 def _prefixed_opposites(ws: tuple[Word, ...], source: Source, ev: int = -1) -> list[str]:
     """"tractable" where the source says only "intractable" about the same words, or the other way round."""
     reasons = []
@@ -678,7 +722,13 @@ def _prefixed_opposites(ws: tuple[Word, ...], source: Source, ev: int = -1) -> l
         base = _flipped_terms(w.surface)
         mine = base or w.terms
         if _same_word(mine, said if base else turned):
-            continue  # "finite or countably infinite", "convex and non-convex losses": both, as the direction rule
+            # "finite or countably infinite", "convex and non-convex losses": both, as the direction rule; but
+            # each form qualifying its own noun is judged on that noun ("a non-convex objective with convex
+            # constraints" where the source says "a convex objective with non-convex constraints")
+            why = _swapped_qualifier(ws, k, base, mine, source)
+            if why:
+                reasons.append(why)
+            continue
         if base:  # the statement's word is prefixed: the source's bare word is its opposite
             opposite_at = [p for p in source.occurrences(mine)
                            if not _flipped_terms(source.words[p[0]][p[1]].surface)
