@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from rag.config import Settings, prepare_runtime
 from rag.index.collections import Collections
 from rag.index.embed_cache import CachedEmbedder
-from rag.index.embeddings import Embedder, export_fast_encoder, make_embedder
+from rag.index.embeddings import Embedder, export_fast_encoder, make_embedder, scoring_embedder
 from rag.index.lexical import LexicalIndex
 from rag.index.store import ChromaStore
 from rag.ingest.pipeline import Ingestor
@@ -27,6 +27,7 @@ class Runtime:
     _store: ChromaStore | None = field(default=None, repr=False)
     _lexical: LexicalIndex | None = field(default=None, repr=False)
     _collections: Collections | None = field(default=None, repr=False)
+    _scoring: Embedder | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         prepare_runtime(self.settings)
@@ -40,6 +41,19 @@ class Runtime:
                 inner = CachedEmbedder(inner, self.settings.cache_dir / "embeddings.sqlite")
             self._embedder = inner
         return self._embedder
+
+    @property
+    def scoring_embedder(self) -> Embedder:
+        """What answers score abstract sentences with (``embeddings.sentence_scoring``): the encoder's int8
+        copy when there is one, else the embedder itself. Its vectors are cached under their own name."""
+        if self._scoring is None:
+            quick = scoring_embedder(self.embedder) if self.settings.embeddings.sentence_scoring == "int8" else None
+            if quick is not None:
+                log.info("answers score sentences with %s", quick.name)
+            if quick is not None and self.settings.embeddings.cache:
+                quick = CachedEmbedder(quick, self.settings.cache_dir / "embeddings.sqlite")
+            self._scoring = quick or self.embedder
+        return self._scoring
 
     @property
     def store(self) -> ChromaStore:
@@ -74,12 +88,16 @@ class Runtime:
         return Retriever(self.store, self.embedder, self.lexical, self.settings.retrieval, mode=mode)
 
     def ingestor(self, progress: bool = True) -> Ingestor:
+        sentence_vectors = self.settings.ingest.sentence_vectors and self.settings.embeddings.cache
+        if sentence_vectors:  # warm the cache for the scorer answers will use, which the export brings
+            self.export_encoder()
         return Ingestor(self.store, self.embedder, self.settings.chunking.max_tokens,
                         self.settings.chunking.overlap_sentences,
                         on_change=[*self.index_hooks(), lambda store: self.export_encoder()], progress=progress,
                         batch_papers=self.settings.ingest.batch_papers,
                         abstract_chars=self.settings.limits.abstract_chars,
-                        sentence_vectors=self.settings.ingest.sentence_vectors and self.settings.embeddings.cache)
+                        sentence_vectors=sentence_vectors,
+                        sentence_embedder=self.scoring_embedder if sentence_vectors else None)
 
     def index_hooks(self) -> list[Callable[[ChromaStore], None]]:
         """Derived indexes kept in sync by ingest, through the same path as the vectors."""

@@ -22,6 +22,7 @@ from rag.config import Settings
 from rag.errors import ConfigError, UpstreamError
 from rag.index import bert, onnx_bert
 from rag.index.embeddings import DEFAULT_MODEL_SHA256, bundled_model_path, export_fast_encoder, make_embedder
+from rag.qa.chain import AnswerChain
 from rag.runtime import Runtime
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -132,6 +133,44 @@ def test_a_torn_or_foreign_onnx_export_is_never_used(embedder, tmp_path: Path,
     assert onnx_bert.load(path, "0" * 64) is None  # a record for other weights: not this model's export
     path.with_name(path.name + ".json").unlink()  # no record (a crash before it was written): never opened
     assert make_embedder(settings)._onnx is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.timeout(600)
+def test_answers_score_sentences_with_the_checked_int8_copy_and_retrieve_with_the_exact_encoder(
+        embedder, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    settings = Settings(home=tmp_path / "home")
+    assert Runtime(settings).scoring_embedder.name == embedder.name  # no export yet: sentences scored exactly
+    assert export_fast_encoder(make_embedder(settings)) is True  # as an ingest ends: the export and its int8 copy
+    quick = onnx_bert.quantised_path(onnx_bert.path_for(settings.cache_dir, DEFAULT_MODEL_SHA256))
+    record = json.loads(quick.with_name(quick.name + ".json").read_text())
+    assert record["sha256"] == hashlib.sha256(quick.read_bytes()).hexdigest()
+    assert record["min_cosine"] >= onnx_bert.MIN_COSINE
+    assert quick.stat().st_size < 0.4 * onnx_bert.path_for(settings.cache_dir, DEFAULT_MODEL_SHA256).stat().st_size
+
+    rt = Runtime(settings)
+    scorer = rt.scoring_embedder
+    assert scorer.name == f"{rt.embedder.name}+int8"  # its own name: its vectors never mix with exact ones
+    exact, approx = embedder.embed(TEXTS), scorer.embed(TEXTS)
+    cosines = (exact * approx).sum(axis=1)
+    assert cosines.min() >= onnx_bert.MIN_COSINE and np.abs(approx - exact).max() > 1e-4  # close, not the same
+    assert np.abs(rt.embedder.embed(TEXTS) - exact).max() < 1e-5  # stored and query vectors stay exact
+
+    rt.ingestor(progress=False).ingest([p for p in SAMPLE if "EPPO" in p.read_text(encoding="utf-8")])
+    chain = AnswerChain(rt)
+    assert chain.evidence.embedder is scorer
+    answer = chain.ask("What does EPPO penalize?")
+    assert answer.answerable and answer.citations
+    question = "What does EPPO penalize?"
+    assert np.abs(chain.retriever.embedder.embed([question]) - embedder.embed([question])).max() < 1e-5
+
+    exact_rt = Runtime(settings.model_copy(update={"embeddings": settings.embeddings.model_copy(
+        update={"sentence_scoring": "exact"})}))
+    assert exact_rt.scoring_embedder is exact_rt.embedder
+    data = bytearray(quick.read_bytes())  # a torn copy is never used: sentences are scored exactly again
+    data[len(data) // 2] ^= 0xFF
+    quick.write_bytes(bytes(data))
+    assert Runtime(settings).scoring_embedder.name == embedder.name
+    assert "does not match its record" in caplog.text
 
 
 # ---- provider=openai, through the OpenAI-compatible stub -------------------------------------------------

@@ -154,3 +154,97 @@ def export(encoder: Any, path: Path, weights_sha256: str) -> bool:
         return False
     log.info("encoder exported to %s (max |difference| from torch %.2g)", path, diff)
     return True
+
+
+# ---- an int8 copy for scoring sentences -------------------------------------------------------------------
+# Answers embed every sentence of the papers they consider, for papers nobody asked about before: most of a
+# first-time extractive answer. Dynamic int8 quantisation of the export (weights per output channel, activations
+# per batch) runs it about twice as fast on CPUs with int8 dot products (VNNI), at a cosine of ~0.99 to the exact
+# vectors. Only sentence scoring uses it (``embeddings.sentence_scoring``): stored vectors and the query vector
+# retrieval compares with them stay exact.
+MIN_COSINE = 0.97  # min cosine between the int8 copy's vectors and the exact export's on the probes
+
+
+class _Advice(logging.Filter):
+    """The quantiser logs its advice and per-tensor notes on the root logger (paperchat's modules log on their
+    own): dropped while it runs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name != "root"
+
+
+def quantised_path(path: Path) -> Path:
+    """Where the int8 copy of the export at ``path`` lives (its record: the same name + ``.json``)."""
+    return path.with_name(path.stem + ".int8.onnx")
+
+
+def _constants_to_initializers(model: Any) -> None:
+    """The TorchScript exporter writes weights as Constant nodes; the quantiser only sees initializers."""
+    keep = []
+    for node in model.graph.node:
+        if node.op_type == "Constant" and len(node.attribute) == 1 and node.attribute[0].name == "value":
+            tensor = node.attribute[0].t
+            tensor.name = node.output[0]
+            model.graph.initializer.append(tensor)
+        else:
+            keep.append(node)
+    del model.graph.node[:]
+    model.graph.node.extend(keep)
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+    b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    return np.asarray((a * b).sum(axis=1))
+
+
+def quantise(path: Path, weights_sha256: str, batches: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> bool:
+    """Write the int8 copy of the vouched export at ``path``, checked against it on ``batches`` (cosine ≥
+    ``MIN_COSINE`` for every row). True when it is in place; False (nothing left behind) otherwise."""
+    target = quantised_path(path)
+    if not vouched(path, weights_sha256):
+        return False
+    stage = path.with_name(f".{path.stem}.{os.getpid()}.stage.onnx")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        model = onnx.load(str(path))
+        _constants_to_initializers(model)
+        onnx.save(model, str(stage))
+        del model
+        advice = _Advice()
+        logging.getLogger().addFilter(advice)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                quantize_dynamic(str(stage), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            logging.getLogger().removeFilter(advice)
+        exact, quick = OnnxBert(path, threads=1), OnnxBert(tmp, threads=1)
+        worst = min(float(_cosines(quick.forward(*b), exact.forward(*b)).min()) for b in batches)
+        if worst < MIN_COSINE:
+            log.warning("the int8 copy of %s reaches a cosine of only %.3f (< %g); sentences are scored exactly",
+                        path, worst, MIN_COSINE)
+            tmp.unlink(missing_ok=True)
+            return False
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        meta = {"weights_sha256": weights_sha256, "sha256": file_sha256(tmp), "size": tmp.stat().st_size,
+                "source_sha256": file_sha256(path), "min_cosine": worst, "quantisation": "dynamic int8, per channel"}
+        _record(target).unlink(missing_ok=True)  # the record goes last, as for the export
+        os.replace(tmp, target)
+        rec_tmp = tmp.with_name(tmp.name + ".json")
+        rec_tmp.write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        os.replace(rec_tmp, _record(target))
+        fsync_dir(target.parent)
+    except Exception as e:  # no quantiser in this onnxruntime, a graph it cannot read: score exactly
+        log.warning("cannot write an int8 copy of %s (%s: %s); sentences are scored exactly", path,
+                    type(e).__name__, e)
+        tmp.unlink(missing_ok=True)
+        return False
+    finally:
+        stage.unlink(missing_ok=True)
+    log.info("int8 copy of the encoder written to %s (min cosine to the exact export %.4f)", target, worst)
+    return True

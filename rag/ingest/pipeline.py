@@ -103,7 +103,8 @@ class Ingestor:
 
     def __init__(self, store: ChromaStore, embedder: Embedder, max_chunk_tokens: int = 0, overlap: int = 1,
                  on_change: Iterable[Callable[[ChromaStore], None]] = (), progress: bool = True,
-                 batch_papers: int = 1024, abstract_chars: int | None = None, sentence_vectors: bool = False) -> None:
+                 batch_papers: int = 1024, abstract_chars: int | None = None, sentence_vectors: bool = False,
+                 sentence_embedder: Embedder | None = None) -> None:
         self.store, self.embedder = store, embedder
         self.abstract_chars = abstract_chars  # longer abstracts are cut at a sentence end, with a warning
         window = embedder.max_tokens
@@ -113,6 +114,7 @@ class Ingestor:
         self.progress = progress
         self.batch_papers = batch_papers
         self.sentence_vectors = sentence_vectors  # warm the embedding cache with every abstract sentence
+        self.sentence_embedder = sentence_embedder or embedder  # ... as answers will score them
         self._seen: dict[str, str] = {}  # doi / arxiv / abstract key → paper id, within this run
         self._ids: dict[str, tuple[str, str]] = {}  # paper id → (doi, arxiv id), within this run
         self._canon: dict[str, str] = {}  # id of a record skipped as a duplicate → id of the paper it duplicates
@@ -312,7 +314,7 @@ class Ingestor:
             self.store.upsert(rows)
             if self.sentence_vectors:  # the vectors land in the embedding cache, where answers look first
                 sentences = [t for p, _ in plan.to_write for t in evidence_texts(p.abstract)]
-                self.embedder.embed(sentences)
+                self.sentence_embedder.embed(sentences)
                 report.embedded_sentences += len(sentences)
         if plan.stale:
             self._before_first_write()

@@ -160,9 +160,12 @@ class AnswerChain:
         embedder and retrieval settings come from the runtime."""
         self.runtime = runtime
         self.settings = settings or runtime.settings
-        self.evidence = EvidenceIndex(runtime.embedder, runtime.lexical.idf)
-        self.retriever = Retriever(runtime.store, _MemoEmbedder(self.evidence), runtime.lexical,
-                                   runtime.settings.retrieval)
+        self.evidence = EvidenceIndex(runtime.scoring_embedder, runtime.lexical.idf)
+        # Retrieval compares the question with stored vectors: the exact encoder, memoised on its own when
+        # sentences are scored with the int8 copy.
+        exact = self.evidence if runtime.scoring_embedder is runtime.embedder else EvidenceIndex(
+            runtime.embedder, runtime.lexical.idf, max_papers=0, max_texts=256)
+        self.retriever = Retriever(runtime.store, _MemoEmbedder(exact), runtime.lexical, runtime.settings.retrieval)
         self.extractive = ExtractiveGenerator(self.evidence)
         self._llm: LLMGenerator | None = None
         # The stages of a turn, in order. generate and guard set up the answer text without producing it:
