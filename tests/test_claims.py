@@ -614,3 +614,14 @@ def test_information_theoretic_is_no_prefixed_word_and_over_under_are_opposites(
     assert check_against(abstract, "The correction can over-power a study because it ignores dependencies.")
     assert check_against(abstract, "Ignoring dependencies between statistics, the correction can under-power "
                                    "a study.") == []
+
+
+def test_a_passive_denial_after_what_it_denies() -> None:
+    abstract = ("The model includes the effects of wall friction and heat conduction, while radiation and convection "
+                "effects are neglected.")
+    assert check_against(abstract, "The model accounts for radiation as well as wall friction and heat conduction.")
+    assert check_against(abstract, "Convection is taken into account alongside heat conduction.")
+    assert check_against(abstract, "Wall friction and heat conduction are modelled; radiation and convection are "
+                                   "ignored.") == []
+    assert check_against(abstract, "The model leaves out radiation and convection but includes heat "
+                                   "conduction.") == []

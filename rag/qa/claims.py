@@ -18,7 +18,8 @@ is then checked against that parse:
   and a word is not the prefixed opposite of the source's ("tractable" / "intractable", "convex" / "non-convex");
   a total denial ("no feedback at all") is not excused by a source that only limits ("limited feedback"), and a
   denial that shares one word and nothing around it with the statement is about something else; "only X" is
-  not what a source says that names X together with another thing ("X and Y", "both X and Y");
+  not what a source says that names X together with another thing ("X and Y", "both X and Y"); a passive
+  denial after its subject ("radiation and convection effects are neglected", "X is not considered") denies it;
 - direction: a direction word (increases, improves, outperforms, more, higher, upper, rewards, first, robust /
   breaks down, confirms / rules out, significant / little, associated / unrelated, every / a subset…) is not the
   opposite of the one the source uses about the same words, and "A is better than B" is not "B is better than A";
@@ -58,7 +59,8 @@ _NEGATION = {"not", "no", "never", "none", "neither", "nor", "cannot", "without"
 # say ("rather than the gradients", "instead of retraining", "unlike binary classification").
 _DENY = {"overlook", "overlooks", "overlooked", "overlooking", "ignore", "ignores", "ignored", "ignoring", "neglect",
          "neglects", "neglected", "neglecting", "avoid", "avoids", "avoided", "avoiding", "eliminate", "eliminates",
-         "eliminated", "eliminating", "miss", "misses", "missed", "instead", "rather", "unlike", "little", "few"}
+         "eliminated", "eliminating", "miss", "misses", "missed", "instead", "rather", "unlike", "little", "few",
+         "omit", "omits", "omitted", "omitting", "leave-out", "leaves-out", "left-out", "leaving-out"}
 _CUES = _NEGATION | _DENY
 # What a statement can deny that way ("uses A rather than B", "avoids retraining"); not "unlike X", which names
 # what is contrasted, nor "few"/"little", which may only say how much.
@@ -182,10 +184,10 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
      (r"subsets?", r"handful", r"portions?", r"fractions?", r"partial", r"partially")),
 )
 # Two-word verbs and bounds read as one word: "rules out", "breaks down", "gives up", "falls short", "at most",
-# "bounded by".
+# "bounded by", "leaves out".
 _PHRASAL = re.compile(r"\b(?:rul(?:e|es|ed|ing)\s+out|(?:break(?:s|ing)?|broke)\s+down|"
                       r"(?:giv(?:e|es|en|ing)|gave)\s+up|(?:fall(?:s|ing|en)?|fell)\s+(?:well\s+|far\s+)?short|"
-                      r"at\s+(?:least|most)|(?:(?:lower|upper)[\s-])?bounded\s+by)\b")
+                      r"at\s+(?:least|most)|(?:(?:lower|upper)[\s-])?bounded\s+by|(?:leav(?:e|es|ing)|left)\s+out)\b")
 # "rewards" is a direction as a verb ("EPPO rewards the increase") and no direction as a noun ("computing
 # rewards, which…"); it counts only when an object follows. (An increase or a drop is a direction either way.)
 _NOUN_TOO = {"rewards"}
@@ -431,6 +433,32 @@ def _flipped_terms(surface: str) -> frozenset[str]:
 
 Position = tuple[int, int]  # (sentence, word)
 
+# A passive denial after what it denies: "radiation and convection effects are neglected", "X is not considered".
+_PASSIVE_DENIED = {"neglected", "ignored", "omitted", "disregarded", "excluded"}
+_PASSIVE_NOT = {"considered", "included", "modelled", "modeled", "treated", "taken"}
+_BE = {"is", "are", "was", "were", "been", "be"}
+
+
+def _passive_denials(ws: Sequence[Word]) -> list[tuple[int, int]]:
+    """(where the denying verb is, each content word of its subject): the subject runs back from "are neglected"
+    / "is not considered" to the clause's start (at most six words)."""
+    out = []
+    for v, w in enumerate(ws):
+        if v < 2:
+            continue
+        denied = (w.surface in _PASSIVE_DENIED and ws[v - 1].surface in _BE
+                  or w.surface in _PASSIVE_NOT and ws[v - 1].surface == "not" and ws[v - 2].surface in _BE)
+        if not denied:
+            continue
+        start = v - 1 if ws[v - 1].surface in _BE else v - 2
+        for h in range(start - 1, max(-1, start - 7), -1):
+            s = ws[h].surface
+            if s in _BOUNDARY or s in {"that", "which", "where", "while", "whereas", "but"}:
+                break
+            if ws[h].terms and s not in _FILLER and s not in _COORD:
+                out.append((v, h))
+    return out
+
 
 @dataclass
 class Source:
@@ -456,6 +484,7 @@ class Source:
     # each "A … the same <what> as B" of a sentence: (sentence, (A, what, B, where "same" is))
     equalities: list[tuple[int, tuple[frozenset[str], frozenset[str], frozenset[str], int]]] = field(
         default_factory=list)
+    denied_after: set[Position] = field(default_factory=set)  # subjects of a passive denial ("X is neglected")
     _parts: list[tuple[str, bool]] | None = None
 
     @classmethod
@@ -484,6 +513,9 @@ class Source:
                     h, hterms = head
                     nxt = _head(sw, h) if h + 1 < len(sw) and sw[h + 1].surface not in _BOUNDARY else None
                     src.cues.append((pos, h, hterms, nxt[1] if nxt else None))
+            for v, h in _passive_denials(sw):
+                src.cues.append(((si, v), h, sw[h].terms, None))
+                src.denied_after.add((si, h))
             src.comparisons += _comparisons(sw)
             src.equalities += [(si, e) for e in _equalities(sw)]
         src.counts = [(v, _counted(a, b)) for t in texts for v, a, b in notation.counts(t)]
@@ -627,7 +659,7 @@ def _negated_claims(ws: tuple[Word, ...], source: Source, cautions: list[str] | 
         best = max(n for n, _ in found)
         top = [pos for n, pos in found if n == best]
         strict = _absolute(ws, i, h)
-        if not any(_restricted(source.words[si], j, strict) for si, j in top):
+        if not any(_restricted(source.words[si], j, strict) or (si, j) in source.denied_after for si, j in top):
             si, j = top[0]
             why = (f"says \u201c{_quote(ws, i, 1, 2)}\u201d where the abstract says "
                    f"\u201c{_quote(source.words[si], j)}\u201d")
@@ -643,12 +675,13 @@ def _denied_claims(ws: tuple[Word, ...], source: Source, ev: int) -> list[str]:
     """A word the source negates (with the word after it), asserted bare by the statement about the same thing."""
     stated = frozenset().union(*(w.terms for w in ws)) if ws else frozenset()
     wide = 2 * WINDOW
+    passive = {h for _, h in _passive_denials(ws)}  # the statement's own "… are neglected"
     for (si, i), j, terms, nxt in source.cues:
         if (nxt is None and si != ev) or not _shares(terms, stated) or (nxt is not None and not _shares(nxt, stated)):
             continue
         # The statement's words in the same order ("bias annotations"), not denied there.
         k = next((k for k, w in enumerate(ws) if w.terms and _shares(terms, w.terms)
-                  and (nxt is None or _followed(ws, k, nxt)) and not _restricted(ws, k)), None)
+                  and (nxt is None or _followed(ws, k, nxt)) and not _restricted(ws, k) and k not in passive), None)
         if k is None:
             continue
         sw = source.words[si]
@@ -661,7 +694,8 @@ def _denied_claims(ws: tuple[Word, ...], source: Source, ev: int) -> list[str]:
         if any(_overlap(around, source.context(pos, wide)) >= here + (si == ev and pos[0] != si)
                and not _restricted(source.words[pos[0]], pos[1])
                and (nxt is None or _followed(source.words[pos[0]], pos[1], nxt))
-               for pos in source.occurrences(terms) if _same_word(terms, source.words[pos[0]][pos[1]].terms)):
+               for pos in source.occurrences(terms)
+               if pos != (si, j) and _same_word(terms, source.words[pos[0]][pos[1]].terms)):
             continue
         return [f"says \u201c{_quote(ws, k, 1, 2)}\u201d where the abstract says \u201c{_quote(sw, i, 1, 3)}\u201d"]
     return []
