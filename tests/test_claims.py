@@ -625,3 +625,11 @@ def test_a_passive_denial_after_what_it_denies() -> None:
                                    "ignored.") == []
     assert check_against(abstract, "The model leaves out radiation and convection but includes heat "
                                    "conduction.") == []
+
+
+def test_factors_of_a_bound_in_another_order() -> None:
+    abstract = "The algorithm runs in time $O(m\\log (mk) \\log{k})$ on the ground set."
+    assert check_against(abstract, "The running time is $O(m \\log k \\log(mk))$ on the ground set.") == []
+    assert check_against(abstract, "The running time is $O(m \\log^2 k \\log(mk))$ on the ground set.")
+    assert check_against("The cost is $O(m^2 k)$ per sweep.", "The cost is $O(k m^2)$ per sweep.") == []
+    assert check_against("The cost is $O(m^2 k)$ per sweep.", "The cost is $O(k^2 m)$ per sweep.")

@@ -551,7 +551,7 @@ def formula_reasons(statement: str, source: Source) -> tuple[list[str], str]:
             continue
         blanked = blanked[:a] + " " * (b - a) + blanked[b:]
         loose = notation.loose(tokens)
-        if not any(notation.contains(f, tokens) for f in source.formulas) and not any(
+        if not any(notation.contains(f, tokens) or notation.reordered(f, tokens) for f in source.formulas) and not any(
                 notation.contains(f, loose) for f in source.loose_formulas):
             bad.append(statement[a:b])
     return ([f"{', '.join(reversed(bad))} not in the abstract"] if bad else []), blanked

@@ -809,3 +809,42 @@ def blank_formulas(text: str) -> str:
         if checked(canonical(f)):
             text = text[:a] + " " * (b - a) + text[b:]
     return text
+
+
+def _factors(tokens: Sequence[str]) -> list[tuple[str, ...]] | None:
+    """A product's factors in order ("n", "log", "r", "log", "(", "n", "r", ")" → n | log r | log (n r)), each
+    with its power; none when the tokens are not a plain product (a sum, a quotient, a relation, a comma)."""
+    out: list[tuple[str, ...]] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t in {"+", "-", "/", ",", "=", "\u00b1"} or t in _RELATIONS or t == ")":
+            return None
+        start = i
+        if len(t) > 1 and t.isalpha() and t not in _GREEK_NAME:  # a function: log, exp, its power, its argument
+            i += 1
+            if i + 1 < len(tokens) and tokens[i] == "^":
+                i += 2
+            if i == len(tokens):
+                return None
+        if tokens[i] == "(":
+            i = _closing(tokens, i) + 1
+        else:
+            i += 1
+        if i + 1 < len(tokens) and tokens[i] == "^":
+            i += 2
+        out.append(tuple(tokens[start:i]))
+    return out
+
+
+def reordered(hay: Sequence[str], needle: Sequence[str]) -> bool:
+    """``needle`` is ``hay`` with the factors of a head's product in another order: "O(n log r log(nr))" is
+    "O(n log(nr) log r)", while "O(n² m)" is not "O(m² n)" (each factor keeps its power)."""
+    if len(hay) != len(needle) or len(needle) < 4 or needle[0] not in _HEADS or needle[1] != "(":
+        return False
+    if tuple(hay[:2]) != tuple(needle[:2]):
+        return False
+    if _closing(needle, 1) != len(needle) - 1 or _closing(hay, 1) != len(hay) - 1:
+        return False
+    mine, theirs = _factors(needle[2:-1]), _factors(hay[2:-1])
+    return mine is not None and theirs is not None and sorted(mine) == sorted(theirs)
