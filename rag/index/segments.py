@@ -132,24 +132,38 @@ class Segment:
         tmp.mkdir(parents=True, exist_ok=True)
         n = len(docs)
         counts = np.array([len(d.terms) for d in docs], dtype=np.int64)
-        flat = np.concatenate([d.terms for d in docs]).astype(np.int64) if n else np.zeros(0, np.int64)
-        # (term, doc) pairs as one sortable int: term-major, doc-minor
-        key = flat * max(n, 1) + np.repeat(np.arange(n, dtype=np.int64), counts)
+        flat = np.concatenate([d.terms for d in docs]).astype(np.int32) if n else np.zeros(0, np.int32)
+        # (term, doc) pairs as one sortable int: term-major, doc-minor. Built and reduced in place, one temporary
+        # at a time: a merge of 100k papers (15M terms) is 120 MB per int64 array.
+        key = flat.astype(np.int64)
+        key *= max(n, 1)
+        key += np.repeat(np.arange(n, dtype=np.int32), counts)
         key.sort()
-        starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if key.size else np.zeros(0, np.int64)
-        tf = np.diff(np.append(starts, len(key))).astype(np.int32)
+        new = np.empty(len(key), dtype=bool)
+        new[:1] = True
+        np.not_equal(key[1:], key[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+        del new
+        tf = np.empty(len(starts), dtype=np.int32)  # each pair's count: the gap to the next pair's start
+        np.subtract(starts[1:], starts[:-1], out=tf[:-1], casting="unsafe")
+        tf[-1:] = len(key) - starts[-1:]
         pairs = key[starts]
-        term = pairs // max(n, 1)
-        doc = (pairs - term * max(n, 1)).astype(np.int32)
-        uniq, first = np.unique(term, return_index=True)
+        del key, starts
+        doc = (pairs % max(n, 1)).astype(np.int32)
+        pairs //= max(n, 1)
+        term = pairs.astype(np.int32)  # sorted: a term's postings are one run
+        del pairs
+        first = np.flatnonzero(np.diff(term, prepend=-1)) if term.size else np.zeros(0, np.int64)
+        uniq = term[first]
         indptr = np.append(first, len(term)).astype(np.int64)
+        del term
         a_keys, a_off, a_pos = _postings([d.author_keys for d in docs])
         c_keys, c_off, c_pos = _postings([d.category_keys for d in docs])
         arrays = {
             "lengths": counts.astype(np.int32),
             "years": np.array([_clip_year(year_of(d.year)) for d in docs], dtype=np.int32),
             "terms": uniq.astype(np.int32), "indptr": indptr, "docs": doc, "tf": tf,
-            "fwd": flat.astype(np.int32), "fwd_off": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+            "fwd": flat, "fwd_off": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
             "authors_off": a_off, "authors_pos": a_pos, "categories_off": c_off, "categories_pos": c_pos,
         }
         for name, arr in arrays.items():
