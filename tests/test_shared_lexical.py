@@ -12,7 +12,10 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import random
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -211,6 +214,25 @@ def test_a_failed_publish_is_a_warning_and_the_sync_still_works(lib: ServerLibra
     assert any("publishing the lexical index" in m and "failed" in m
                for m in messages(caplog, "rag.index.shared_lexical"))
     assert_same(a, lib, tmp_path)
+
+
+def test_a_publish_sweeps_the_snapshots_of_killed_publishers_and_keeps_live_ones(lib: ServerLibrary,
+                                                                                  tmp_path: Path) -> None:
+    rng = random.Random(17)
+    a, _ = host_a(lib, range(10), rng)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    parent, name = a.root.parent, a.root.name
+    killed = parent / f".{name}.publish-{int(dead.stdout)}-0badc0de"  # a publisher SIGKILLed mid-upload
+    live = parent / f".{name}.publish-{os.getppid()}-0000cafe"  # another process publishing right now
+    for folder in (killed, live):
+        folder.mkdir()
+        (folder / "catalog.sqlite").write_bytes(b"snapshot")
+    lib.write([make_paper(rng, i) for i in range(10, 14)])
+    a.sync(lib.store)
+    report = a.wait_shared()
+    assert report is not None and report.get("files")  # the next publish ran
+    assert not killed.exists() and live.exists()
+    assert not [p for p in parent.glob(f".{name}.publish-*") if p != live]  # its own snapshot is gone too
 
 
 def test_an_embedded_store_never_publishes(tmp_path: Path) -> None:

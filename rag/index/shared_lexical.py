@@ -280,7 +280,8 @@ class Publisher:
             # their indexes match, and re-uploading the catalog for nothing is what makes publishers race.
             if same and tuple(theirs.get("state", [-1, -1])) >= tuple(local["state"]):
                 return {"skipped": "the server holds this state or a later one"}
-        folder = self.root.parent / f".{self.root.name}.publish-{uuid.uuid4().hex[:8]}"
+        sweep_staging(self.root)
+        folder = self.root.parent / f".{self.root.name}.publish-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
             with self._writer():
                 snap = snapshot(self.root, folder)
@@ -291,6 +292,30 @@ class Publisher:
                  side_name(store.settings.store.collection), report["files"], report["published_bytes"] / 1e6,
                  report["uploaded_bytes"] / 1e6, report["seconds"])
         return report
+
+
+def sweep_staging(root: Path) -> list[Path]:
+    """Delete the snapshot folders of publishes whose process is gone (killed mid-upload: its ``finally`` never
+    ran). A folder is named for its process id; another live process's (a second worker on this home) is kept."""
+    gone = []
+    for folder in root.parent.glob(f".{root.name}.publish-*"):
+        pid = folder.name.rsplit(".publish-", 1)[1].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), 0)
+                continue  # alive (or another user's, which we may not signal): its publish is running
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                continue
+        elif pid.isdigit() or time.time() - folder.stat().st_mtime < 3600:
+            continue  # this process's own (its finally removes it), or an older name not yet an hour old
+        shutil.rmtree(folder, ignore_errors=True)
+        gone.append(folder)
+    if gone:
+        log.info("removed %d snapshot folder(s) of publishes that were killed: %s", len(gone),
+                 ", ".join(p.name for p in gone))
+    return gone
 
 
 def _local_lex(catalog: Path) -> dict[str, Any] | None:
