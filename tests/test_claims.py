@@ -633,3 +633,11 @@ def test_factors_of_a_bound_in_another_order() -> None:
     assert check_against(abstract, "The running time is $O(m \\log^2 k \\log(mk))$ on the ground set.")
     assert check_against("The cost is $O(m^2 k)$ per sweep.", "The cost is $O(k m^2)$ per sweep.") == []
     assert check_against("The cost is $O(m^2 k)$ per sweep.", "The cost is $O(k^2 m)$ per sweep.")
+
+
+def test_lowering_and_boosting_are_directions() -> None:
+    abstract = "Modulating the lift raised the maximum convective heating rate by a sizeable margin."
+    assert check_against(abstract, "Modulating the lift lowered the maximum convective heating rate.")
+    assert check_against(abstract, "Modulating the lift boosted the maximum convective heating rate.") == []
+    assert check_against("Pre-training lowers the error of the small tagger on rare words.",
+                         "Pre-training boosts the error of the small tagger on rare words.")

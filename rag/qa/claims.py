@@ -90,9 +90,10 @@ _CARRIER = {"need", "needs", "necessity", "use", "requirement", "requirements", 
 
 # Opposite poles: each a set of word patterns (full matches on the lower-cased word or a part of a hyphenated one).
 _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    ((r"increas\w*", r"ris(?:e|es|ing)", r"rose", r"grow(?:s|ing|n)?", r"grew", r"rais(?:e|es|ed|ing)"),
+    ((r"increas\w*", r"ris(?:e|es|ing)", r"rose", r"grow(?:s|ing|n)?", r"grew", r"rais(?:e|es|ed|ing)",
+      r"boost(?:s|ed|ing)?", r"heighten\w*"),
      (r"decreas\w*", r"reduc\w*", r"drop(?:s|ped|ping)?", r"declin\w*", r"diminish\w*", r"shrink\w*", r"shr[au]nk",
-      r"decay(?:s|ed|ing)?")),
+      r"decay(?:s|ed|ing)?", r"lower(?:s|ed|ing)")),
     ((r"improv\w*", r"enhanc\w*", r"better", r"strengthen\w*"),
      (r"degrad\w*", r"wors\w*", r"hurts?", r"hurting", r"harms?", r"harming", r"impair\w*", r"weaken\w*",
       r"deteriorat\w*")),
