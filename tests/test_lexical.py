@@ -221,6 +221,24 @@ def test_a_fresh_process_opens_the_saved_index_and_another_process_update_is_rel
     np.testing.assert_array_equal(a.scores("fromprocessa"), b.scores("fromprocessa"))
 
 
+def test_an_index_analysed_by_another_analyser_is_rebuilt(lib: Library, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(8)
+    lib.write([make_paper(rng, i) for i in range(12)])
+    LexicalIndex(tmp_path / "lex").sync(lib.store)
+    reopened = LexicalIndex(tmp_path / "lex")  # the same analyser: opened as saved, no paper row read
+    with monkeypatch.context() as m:
+        m.setattr(lib.store, "iter_metadata", no_full_read(lib.store))
+        reopened.sync(lib.store)
+    monkeypatch.setattr(lexical_mod, "ANALYZER", "an-upgraded-analyser")  # a version that analyses otherwise
+    upgraded = LexicalIndex(tmp_path / "lex")
+    with pytest.raises(AssertionError, match="read every paper row"), monkeypatch.context() as m:
+        m.setattr(lib.store, "iter_metadata", no_full_read(lib.store))
+        upgraded.sync(lib.store)  # not opened: its terms are another analyser's, so it is rebuilt
+    upgraded.sync(lib.store)
+    assert upgraded._read_manifest()["analyzer"] == "an-upgraded-analyser" and len(upgraded) == 12
+
+
 class _Killed(BaseException):
     """Stands in for SIGKILL at one exact point: nothing after it runs, nothing is cleaned up."""
 

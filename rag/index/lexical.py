@@ -57,6 +57,13 @@ log = logging.getLogger(__name__)
 
 TITLE_WEIGHT = 2  # the title is repeated: a term in the title says more than one in the abstract
 FORMAT = 2  # the on-disk layout; an index saved in another is rebuilt
+# What the analyser makes of a probe text (stemming, stop words, case and accents, numbers, hyphens, notation):
+# an index analysed by another analyser holds other terms, so it is rebuilt, as for another format. Indexes
+# saved before the fingerprint was recorded carry none and are taken as today's (the analyser has not changed
+# since); the next commit records it.
+_PROBE = ("The Running runners ran 3.5x faster: naïve Café-style state-of-the-art RLHF/PPO models, "
+          "$\\alpha$-divergences of GPT-4 and ResNet-50; boundary-layer separations at Mach 2.")
+ANALYZER = hashlib.sha1("\x1f".join(analyze(_PROBE)).encode()).hexdigest()[:16]
 CATALOG_FILE = "catalog.sqlite"
 MAX_SMALL_SEGMENTS = 8  # more small segments than this: they are merged into one
 MERGE_ALL_FRACTION = 0.25  # small segments' docs + tombstones past this share of the base: one segment again
@@ -329,7 +336,8 @@ class LexicalIndex:
         """No usable saved index (or one the store has left far behind): install the one another host published
         (``rag.index.shared_lexical``) and catch up from it, else rebuild from the store."""
         if shared_lexical.enabled(store.settings):
-            fetched = shared_lexical.fetch(store, self.root, {"format": FORMAT, "k1": self.k1, "b": self.b})
+            fetched = shared_lexical.fetch(store, self.root, {"format": FORMAT, "k1": self.k1, "b": self.b,
+                                                              "analyzer": ANALYZER})
             self._bm25, self._manifest = None, {}
             if fetched is not None and self._load_saved():
                 if not fetched.same_collection:
@@ -378,7 +386,8 @@ class LexicalIndex:
         except (sqlite3.Error, ValueError) as e:
             log.warning("lexical index manifest at %s unreadable (%s)", path, e)
             return None
-        if manifest.get("format") != FORMAT or manifest.get("k1") != self.k1 or manifest.get("b") != self.b:
+        if (manifest.get("format") != FORMAT or manifest.get("k1") != self.k1 or manifest.get("b") != self.b
+                or manifest.get("analyzer", ANALYZER) != ANALYZER):
             return None
         return manifest
 
@@ -491,7 +500,8 @@ class LexicalIndex:
 
     def _new_manifest(self, segments: list[str], vocab: list[str], vocab_size: int,
                       deleted: dict[str, list[int]], state: tuple[int, int]) -> dict[str, Any]:
-        return {"format": FORMAT, "k1": self.k1, "b": self.b, "segments": segments, "vocab": vocab,
+        return {"format": FORMAT, "k1": self.k1, "b": self.b, "analyzer": ANALYZER, "segments": segments,
+                "vocab": vocab,
                 "vocab_size": vocab_size, "deleted": deleted, "state": list(state), "commit": uuid.uuid4().hex}
 
     @staticmethod

@@ -342,7 +342,8 @@ class Fetched:
 
 def fetch(store: ChromaStore, root: Path, expect: dict[str, Any]) -> Fetched | None:
     """Install the published index as ``root`` (replacing what is there). None, with a warning, when nothing is
-    published, it was written for other settings (``expect``: format, k1, b), or any piece is missing or torn."""
+    published, it was written for other settings (``expect``: format, k1, b, analyser), or any piece is missing
+    or torn."""
     t0 = time.perf_counter()
     for attempt in (1, 2):  # a publish may delete the pieces of a manifest read just before it: read again once
         manifest: dict[str, Any] | None = None
@@ -352,7 +353,8 @@ def fetch(store: ChromaStore, root: Path, expect: dict[str, Any]) -> Fetched | N
                 log.info("no published lexical index in %s", side_name(store.settings.store.collection))
                 return None
             lex = manifest["lex"]
-            if any(lex.get(k) != v for k, v in expect.items()):
+            # An index published before the analyser's fingerprint was recorded carries none: taken as today's.
+            if any(lex.get(k, v if k == "analyzer" else None) != v for k, v in expect.items()):
                 log.info("the published lexical index was built with other settings (%s); not used",
                          {k: lex.get(k) for k in expect})
                 return None
