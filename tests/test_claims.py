@@ -641,3 +641,10 @@ def test_lowering_and_boosting_are_directions() -> None:
     assert check_against(abstract, "Modulating the lift boosted the maximum convective heating rate.") == []
     assert check_against("Pre-training lowers the error of the small tagger on rare words.",
                          "Pre-training boosts the error of the small tagger on rare words.")
+
+
+def test_breaking_free_of_something_denies_it() -> None:
+    abstract = "The embedding lets the classifier break free of the usual low-rank assumption on the label matrix."
+    assert check_against(abstract, "The classifier relies on the usual low-rank assumption on the label matrix.")
+    assert check_against(abstract, "The classifier does not rely on the usual low-rank assumption on the label "
+                                   "matrix.") == []

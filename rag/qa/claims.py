@@ -60,7 +60,8 @@ _NEGATION = {"not", "no", "never", "none", "neither", "nor", "cannot", "without"
 _DENY = {"overlook", "overlooks", "overlooked", "overlooking", "ignore", "ignores", "ignored", "ignoring", "neglect",
          "neglects", "neglected", "neglecting", "avoid", "avoids", "avoided", "avoiding", "eliminate", "eliminates",
          "eliminated", "eliminating", "miss", "misses", "missed", "instead", "rather", "unlike", "little", "few",
-         "omit", "omits", "omitted", "omitting", "leave-out", "leaves-out", "left-out", "leaving-out"}
+         "omit", "omits", "omitted", "omitting", "leave-out", "leaves-out", "left-out", "leaving-out",
+         "break-free", "breaks-free", "breaking-free", "broke-free"}
 _CUES = _NEGATION | _DENY
 # What a statement can deny that way ("uses A rather than B", "avoids retraining"); not "unlike X", which names
 # what is contrasted, nor "few"/"little", which may only say how much.
@@ -188,7 +189,8 @@ _POLES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
 # "bounded by", "leaves out".
 _PHRASAL = re.compile(r"\b(?:rul(?:e|es|ed|ing)\s+out|(?:break(?:s|ing)?|broke)\s+down|"
                       r"(?:giv(?:e|es|en|ing)|gave)\s+up|(?:fall(?:s|ing|en)?|fell)\s+(?:well\s+|far\s+)?short|"
-                      r"at\s+(?:least|most)|(?:(?:lower|upper)[\s-])?bounded\s+by|(?:leav(?:e|es|ing)|left)\s+out)\b")
+                      r"at\s+(?:least|most)|(?:(?:lower|upper)[\s-])?bounded\s+by|(?:leav(?:e|es|ing)|left)\s+out|"
+                      r"(?:break(?:s|ing)?|broke)\s+free)\b")
 # "rewards" is a direction as a verb ("EPPO rewards the increase") and no direction as a noun ("computing
 # rewards, which…"); it counts only when an object follows. (An increase or a drop is a direction either way.)
 _NOUN_TOO = {"rewards"}
