@@ -33,7 +33,7 @@ class StatementCheck:
     text: str  # the statement without its [n] markers
     cited: list[int]  # the [n] it cites
     supported: bool  # on topic for every cited abstract and passes the claim checks (numbers, negation, names)
-    why: str = ""  # why not, quoting what disagrees; empty when supported
+    why: str = ""  # why not, quoting what disagrees; when supported, empty or a "caution: …" the checks raised
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,8 +65,9 @@ class Answer:
                                    that came closest (not cited, so the user can rephrase); empty otherwise
         statements           list  {text, cited, supported, why}: each cited statement (markers removed), the
                                    [n] it cites, whether the cited abstracts say it (on topic, and numbers,
-                                   negation, direction and names agree), and why not; a citation is
-                                   unsupported when any statement citing it is
+                                   negation, direction and names agree), and why not (a supported one may
+                                   carry a "caution: …" the checks raised without ruling it out); a citation
+                                   is unsupported when any statement citing it is
     """
 
     question: str
