@@ -410,27 +410,17 @@ def make_embedder(settings: Settings) -> Embedder:
     return SentenceTransformerEmbedder(cfg, settings.cache_dir)
 
 
-class QuantisedScorer:
-    """An encoder's int8 ONNX copy, for scoring sentences only: same tokenizer and batching, its own name (so
-    its vectors never mix with the exact ones in a cache or a store)."""
+class QuantisedScorer(WrappedEmbedder):
+    """An encoder's int8 ONNX copy, for scoring sentences only: same tokenizer, window and batching (those of the
+    exact embedder it wraps), its own name (so its vectors never mix with the exact ones in a cache or a store)."""
 
     def __init__(self, exact: SentenceTransformerEmbedder, runner: Any) -> None:
+        super().__init__(exact)
         self.exact, self._runner = exact, runner
 
     @property
     def name(self) -> str:
         return f"{self.exact.name}+int8"
-
-    @property
-    def dim(self) -> int:
-        return self.exact.dim
-
-    @property
-    def max_tokens(self) -> int:
-        return self.exact.max_tokens
-
-    def count_tokens(self, texts: list[str]) -> list[int]:
-        return self.exact.count_tokens(texts)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.exact._embed(texts, self._runner)
