@@ -135,3 +135,19 @@ def render_text(answer: Answer, show_question: bool = True) -> str:
             if meta:
                 lines.append(f"      {meta}")
     return "\n".join(lines)
+
+
+def filter_phrases(filters: dict[str, Any]) -> list[str]:
+    """The set filters of an answer (``Answer.filters``) in words, one phrase each: "author: Shiqing Gao",
+    "years: 2020–2024", "3 selected papers". The chain's texts join them with "; ", the UI with " · "."""
+    parts = []
+    for name in ("collection", "author", "category"):
+        if filters.get(name):
+            parts.append(f"{name}: {filters[name]}")
+    lo, hi = filters.get("year_from"), filters.get("year_to")
+    if lo or hi:
+        parts.append(f"year: {lo}" if lo == hi else f"years: {lo or '…'}\u2013{hi or '…'}")
+    ids = filters.get("paper_ids") or []
+    if ids:
+        parts.append(f"{len(ids)} selected paper{'s' if len(ids) != 1 else ''}")
+    return parts

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from rag.answer import Answer, Citation
+from rag.answer import Answer, Citation, filter_phrases
 from rag.records import StoredPaper
 from rag.text import split_sentences
 from ui.safe import escape_html, inline, paper_links
@@ -33,20 +33,7 @@ def short_authors(authors: Sequence[str], n: int = 3) -> str:
 
 def describe_filters(filters: dict[str, Any]) -> str:
     """Applied filters in words (plain text): "collection: R · author: X · category: Y · years: 2020–2024"."""
-    parts = []
-    if filters.get("collection"):
-        parts.append(f"collection: {filters['collection']}")
-    if filters.get("author"):
-        parts.append(f"author: {filters['author']}")
-    if filters.get("category"):
-        parts.append(f"category: {filters['category']}")
-    lo, hi = filters.get("year_from"), filters.get("year_to")
-    if lo or hi:
-        parts.append(f"year: {lo}" if lo == hi else f"years: {lo or '…'}–{hi or '…'}")
-    ids = filters.get("paper_ids") or []
-    if ids:
-        parts.append(f"{len(ids)} selected paper{'s' if len(ids) != 1 else ''}")
-    return " · ".join(parts)
+    return " · ".join(filter_phrases(filters))
 
 
 def _cite_link(c: Citation | None, n: int, turn: int) -> str:

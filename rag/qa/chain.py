@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from langchain_core.runnables import RunnableLambda, RunnableSequence
 
-from rag.answer import Answer
+from rag.answer import Answer, filter_phrases
 from rag.config import Settings
 from rag.errors import ConfigError, EmptyLibrary, InputError, UpstreamError
 from rag.index.catalog import PaperQuery, scoped
@@ -47,7 +47,13 @@ from rag.qa.evidence import EvidenceIndex, QuestionScorer, content_terms
 from rag.qa.generate import Generation, GenerationInput, Generator, Mode
 from rag.qa.generate.extractive import ExtractiveGenerator
 from rag.qa.injection import guard_stream
-from rag.qa.question_filters import catalog_for, filters_dict, mentions_collection, merge_filters, parse_question
+from rag.qa.question_filters import (
+    catalog_for,
+    filters_dict,
+    mentions_collection,
+    merge_filters,
+    parse_question,
+)
 from rag.qa.retrieval import PaperHit, Retriever
 from rag.qa.verify import Verified, verify
 from rag.runtime import Runtime
@@ -125,19 +131,7 @@ class _MemoEmbedder(WrappedEmbedder):
 
 def describe_filters(q: PaperQuery) -> str:
     """Filters in words, for listing answers: "author: Shiqing Gao; category: Deep RL"."""
-    parts = []
-    if q.collection:
-        parts.append(f"collection: {q.collection}")
-    if q.author:
-        parts.append(f"author: {q.author}")
-    if q.category:
-        parts.append(f"category: {q.category}")
-    if q.year_from or q.year_to:
-        lo, hi = q.year_from, q.year_to
-        parts.append(f"year: {lo}" if lo == hi else f"years: {lo or '…'}\u2013{hi or '…'}")
-    if q.paper_ids:
-        parts.append(f"{len(q.paper_ids)} selected paper{'s' if len(q.paper_ids) != 1 else ''}")
-    return "; ".join(parts)
+    return "; ".join(filter_phrases(filters_dict(q)))
 
 
 def resolve_mode(settings: Settings, mode: str | None) -> Mode:
