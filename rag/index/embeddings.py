@@ -162,7 +162,8 @@ class SentenceTransformerEmbedder:
 
     def export_onnx(self) -> bool:
         """Write this model's ONNX export if it runs on the plain-torch encoder on the CPU and none is in place
-        (an ingest calls this at its end). True when a process starting now would use one."""
+        (an ingest calls this at its end), and the export's int8 copy for sentence scoring if that is missing.
+        True when a process starting now would use the export."""
         from rag.index import onnx_bert
 
         path = self._onnx_path()
@@ -436,8 +437,9 @@ def scoring_embedder(embedder: Embedder) -> Embedder | None:
 
 
 def export_fast_encoder(embedder: Embedder) -> bool:
-    """Write the ONNX export of the local encoder behind ``embedder`` (through caches) if it has none, so the next
-    process that only asks questions never imports torch. False for encoders that have no export."""
+    """Write the ONNX export of the local encoder behind ``embedder`` (through caches) and its int8 copy if it has
+    none, so the next process that only asks questions never imports torch and scores sentences with the copy.
+    False for encoders that have no export."""
     inner: Any = embedder
     while isinstance(inner, WrappedEmbedder):
         inner = inner.inner

@@ -231,8 +231,9 @@ def quantise(path: Path, weights_sha256: str, batches: list[tuple[np.ndarray, np
             return False
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+        source = json.loads(_record(path).read_text(encoding="utf-8"))["sha256"]  # vouched for above
         meta = {"weights_sha256": weights_sha256, "sha256": file_sha256(tmp), "size": tmp.stat().st_size,
-                "source_sha256": file_sha256(path), "min_cosine": worst, "quantisation": "dynamic int8, per channel"}
+                "source_sha256": source, "min_cosine": worst, "quantisation": "dynamic int8, per channel"}
         _record(target).unlink(missing_ok=True)  # the record goes last, as for the export
         os.replace(tmp, target)
         rec_tmp = tmp.with_name(tmp.name + ".json")

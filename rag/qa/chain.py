@@ -47,13 +47,7 @@ from rag.qa.evidence import EvidenceIndex, QuestionScorer, content_terms
 from rag.qa.generate import Generation, GenerationInput, Generator, Mode
 from rag.qa.generate.extractive import ExtractiveGenerator
 from rag.qa.injection import guard_stream
-from rag.qa.question_filters import (
-    catalog_for,
-    filters_dict,
-    mentions_collection,
-    merge_filters,
-    parse_question,
-)
+from rag.qa.question_filters import catalog_for, filters_dict, mentions_collection, merge_filters, parse_question
 from rag.qa.retrieval import PaperHit, Retriever
 from rag.qa.verify import Verified, verify
 from rag.runtime import Runtime
