@@ -123,7 +123,7 @@ class EmbeddingSettings(BaseModel):
         "none or on a GPU; torch = always torch")
     sentence_scoring: Literal["int8", "exact"] = Field(
         "int8", description="what answers score abstract sentences with: int8 = a quantised copy of the ONNX "
-        "export (written with it; ~2x faster on CPU, cosine ~0.99 to exact; stored and query vectors stay exact), "
+        "export (written with it; ~1.8x faster on CPU, cosine ~0.99 to exact; stored and query vectors stay exact), "
         "exact = the encoder itself")
 
 

@@ -187,7 +187,7 @@ class SentenceTransformerEmbedder:
 
     def scoring_view(self) -> Embedder:
         """What answers score abstract sentences with: the int8 copy of the ONNX export when one is vouched for
-        (``rag.index.onnx_bert.quantise``; ~2× faster, cosine ~0.99 to exact), else this embedder itself."""
+        (``rag.index.onnx_bert.quantise``; ~1.8× faster, cosine ~0.99 to exact), else this embedder itself."""
         if self._scoring is None:
             self._scoring = self
             path = self._onnx_path() if self.device == "cpu" and self._model is None else None

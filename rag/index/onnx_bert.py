@@ -159,7 +159,7 @@ def export(encoder: Any, path: Path, weights_sha256: str) -> bool:
 # ---- an int8 copy for scoring sentences -------------------------------------------------------------------
 # Answers embed every sentence of the papers they consider, for papers nobody asked about before: most of a
 # first-time extractive answer. Dynamic int8 quantisation of the export (weights per output channel, activations
-# per batch) runs it about twice as fast on CPUs with int8 dot products (VNNI), at a cosine of ~0.99 to the exact
+# per batch) runs it ~1.8× as fast on CPUs with int8 dot products (VNNI), at a cosine of ~0.99 to the exact
 # vectors. Only sentence scoring uses it (``embeddings.sentence_scoring``): stored vectors and the query vector
 # retrieval compares with them stay exact.
 MIN_COSINE = 0.97  # min cosine between the int8 copy's vectors and the exact export's on the probes
