@@ -224,15 +224,16 @@ def test_a_publish_sweeps_the_snapshots_of_killed_publishers_and_keeps_live_ones
     parent, name = a.root.parent, a.root.name
     killed = parent / f".{name}.publish-{int(dead.stdout)}-0badc0de"  # a publisher SIGKILLed mid-upload
     live = parent / f".{name}.publish-{os.getppid()}-0000cafe"  # another process publishing right now
-    for folder in (killed, live):
+    legacy = parent / f".{name}.publish-12345678"  # an older version's name: 8 hex digits, no pid
+    for folder in (killed, live, legacy):
         folder.mkdir()
         (folder / "catalog.sqlite").write_bytes(b"snapshot")
     lib.write([make_paper(rng, i) for i in range(10, 14)])
     a.sync(lib.store)
     report = a.wait_shared()
     assert report is not None and report.get("files")  # the next publish ran
-    assert not killed.exists() and live.exists()
-    assert not [p for p in parent.glob(f".{name}.publish-*") if p != live]  # its own snapshot is gone too
+    assert not killed.exists() and live.exists() and legacy.exists()  # a fresh legacy one: maybe still in use
+    assert not [p for p in parent.glob(f".{name}.publish-*") if p not in (live, legacy)]  # its own is gone too
 
 
 def test_an_embedded_store_never_publishes(tmp_path: Path) -> None:

@@ -294,24 +294,27 @@ class Publisher:
         return report
 
 
+def _publisher_alive(folder: Path) -> bool:
+    """Whether the process that owns this snapshot folder (``….publish-<pid>-<hex>``) may still be publishing.
+    A name from before the pid was recorded (``….publish-<hex>``) counts as alive for an hour."""
+    pid, named, _ = folder.name.rsplit(".publish-", 1)[1].partition("-")
+    if not named or not pid.isdigit():
+        return time.time() - folder.stat().st_mtime < 3600
+    try:
+        os.kill(int(pid), 0)  # this process's own too: its finally removes it
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def sweep_staging(root: Path) -> list[Path]:
     """Delete the snapshot folders of publishes whose process is gone (killed mid-upload: its ``finally`` never
-    ran). A folder is named for its process id; another live process's (a second worker on this home) is kept."""
-    gone = []
-    for folder in root.parent.glob(f".{root.name}.publish-*"):
-        pid = folder.name.rsplit(".publish-", 1)[1].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid():
-            try:
-                os.kill(int(pid), 0)
-                continue  # alive (or another user's, which we may not signal): its publish is running
-            except ProcessLookupError:
-                pass
-            except PermissionError:
-                continue
-        elif pid.isdigit() or time.time() - folder.stat().st_mtime < 3600:
-            continue  # this process's own (its finally removes it), or an older name not yet an hour old
+    ran); another live process's (a second worker on this home) is kept."""
+    gone = [f for f in root.parent.glob(f".{root.name}.publish-*") if not _publisher_alive(f)]
+    for folder in gone:
         shutil.rmtree(folder, ignore_errors=True)
-        gone.append(folder)
     if gone:
         log.info("removed %d snapshot folder(s) of publishes that were killed: %s", len(gone),
                  ", ".join(p.name for p in gone))
