@@ -144,8 +144,11 @@ def test_a_publisher_never_deletes_what_the_live_manifest_names(
     assert len(calls) == 2
     store_c, c = other_host(lib, tmp_path / "home-c")
     caplog.clear()
-    assert shared_lexical.fetch(store_c, c.root, {"format": lexical_mod.FORMAT, "k1": c.k1, "b": c.b}) is not None
+    assert shared_lexical.fetch(store_c, c.root, c.accepts) is not None
     assert not any("unusable" in m for m in messages(caplog, "rag.index.shared_lexical"))
+    monkeypatch.setattr(lexical_mod, "ANALYZER", "an-upgraded-analyser")  # a host that analyses otherwise
+    assert shared_lexical.fetch(store_c, tmp_path / "home-d-lexical", c.accepts) is None
+    assert any("other settings" in m for m in messages(caplog, "rag.index.shared_lexical"))
     store_b.close()
     store_c.close()
 

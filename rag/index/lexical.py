@@ -336,8 +336,7 @@ class LexicalIndex:
         """No usable saved index (or one the store has left far behind): install the one another host published
         (``rag.index.shared_lexical``) and catch up from it, else rebuild from the store."""
         if shared_lexical.enabled(store.settings):
-            fetched = shared_lexical.fetch(store, self.root, {"format": FORMAT, "k1": self.k1, "b": self.b,
-                                                              "analyzer": ANALYZER})
+            fetched = shared_lexical.fetch(store, self.root, self.accepts)
             self._bm25, self._manifest = None, {}
             if fetched is not None and self._load_saved():
                 if not fetched.same_collection:
@@ -386,10 +385,13 @@ class LexicalIndex:
         except (sqlite3.Error, ValueError) as e:
             log.warning("lexical index manifest at %s unreadable (%s)", path, e)
             return None
-        if (manifest.get("format") != FORMAT or manifest.get("k1") != self.k1 or manifest.get("b") != self.b
-                or manifest.get("analyzer", ANALYZER) != ANALYZER):
-            return None
-        return manifest
+        return manifest if self.accepts(manifest) else None
+
+    def accepts(self, manifest: dict[str, Any]) -> bool:
+        """Whether an index saved (or published) with this manifest scores as this one would: same format, same
+        BM25 parameters, same analyser (an index from before the fingerprint was recorded is taken as today's)."""
+        return (manifest.get("format") == FORMAT and manifest.get("k1") == self.k1 and manifest.get("b") == self.b
+                and manifest.get("analyzer", ANALYZER) == ANALYZER)
 
     def _load_saved(self, manifest: dict[str, Any] | None = None) -> bool:
         """(Re)load what the saved manifest names, reusing segments already open. False if unreadable."""

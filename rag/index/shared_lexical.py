@@ -196,7 +196,7 @@ def publish(store: ChromaStore, snap: Snapshot) -> dict[str, Any]:
         have[sha] = n
         f["pieces"] = n
     manifest: dict[str, Any] = {
-        "lex": {k: snap.lex[k] for k in ("format", "k1", "b", "state", "commit")},
+        "lex": {k: snap.lex[k] for k in ("format", "k1", "b", "analyzer", "state", "commit") if k in snap.lex},
         "collection_id": str(getattr(store.collection, "id", "")),
         "files": files,
         "previous": sorted({f["sha256"] for f in (previous or {}).get("files", [])}),
@@ -343,10 +343,10 @@ class Fetched:
     bytes: int
 
 
-def fetch(store: ChromaStore, root: Path, expect: dict[str, Any]) -> Fetched | None:
+def fetch(store: ChromaStore, root: Path, accepts: Callable[[dict[str, Any]], bool]) -> Fetched | None:
     """Install the published index as ``root`` (replacing what is there). None, with a warning, when nothing is
-    published, it was written for other settings (``expect``: format, k1, b, analyser), or any piece is missing
-    or torn."""
+    published, ``accepts`` refuses its manifest (written for other settings: the reader's own test of a saved
+    index), or any piece is missing or torn."""
     t0 = time.perf_counter()
     for attempt in (1, 2):  # a publish may delete the pieces of a manifest read just before it: read again once
         manifest: dict[str, Any] | None = None
@@ -356,10 +356,9 @@ def fetch(store: ChromaStore, root: Path, expect: dict[str, Any]) -> Fetched | N
                 log.info("no published lexical index in %s", side_name(store.settings.store.collection))
                 return None
             lex = manifest["lex"]
-            # An index published before the analyser's fingerprint was recorded carries none: taken as today's.
-            if any(lex.get(k, v if k == "analyzer" else None) != v for k, v in expect.items()):
+            if not accepts(lex):
                 log.info("the published lexical index was built with other settings (%s); not used",
-                         {k: lex.get(k) for k in expect})
+                         {k: lex.get(k) for k in ("format", "k1", "b", "analyzer")})
                 return None
             state = (int(lex["state"][0]), int(lex["state"][1]))  # a malformed manifest fails before any install
             size = _download(store, manifest, root)
