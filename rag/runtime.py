@@ -106,7 +106,8 @@ class Runtime:
     def export_encoder(self) -> None:
         """After an ingest: write the encoder's ONNX export if it has none (``rag.index.onnx_bert``), so processes
         that only ask questions start without torch."""
-        export_fast_encoder(self.embedder)  # False, nothing written, for an embedder without an export (openai)
+        if export_fast_encoder(self.embedder) and self._scoring is self._embedder:
+            self._scoring = None  # sentences were scored exactly for want of an int8 copy: look again
 
     def close(self) -> None:
         if self._store is not None:

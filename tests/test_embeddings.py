@@ -100,11 +100,16 @@ def test_an_ingest_writes_the_onnx_export_and_a_process_that_asks_never_imports_
     assert rt.embedder.inner._onnx is None  # type: ignore[attr-defined]  # nothing exported yet: torch
     before, imported = _embed_in_child(home, tmp_path)
     assert imported == ["torch"]
+    assert rt.scoring_embedder is rt.embedder  # no int8 copy yet: sentences scored exactly
     rt.ingestor(progress=False).ingest(SAMPLE[:1])  # an ingest ends by writing the export
     path = onnx_bert.path_for(rt.settings.cache_dir, DEFAULT_MODEL_SHA256)
     record = json.loads(path.with_name(path.name + ".json").read_text())
     assert record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert record["max_abs_difference"] <= onnx_bert.TOLERANCE
+    # ...and the ingesting process asks on the export from then on (chat on a new home ingests, then answers)
+    assert rt.embedder.inner._onnx is not None  # type: ignore[attr-defined]
+    assert np.abs(rt.embedder.inner.embed(TEXTS) - embedder.embed(TEXTS)).max() < 1e-5  # type: ignore[attr-defined]
+    assert rt.scoring_embedder.name == f"{rt.embedder.name}+int8"  # the int8 copy came with it
     rt.close()
     after, imported = _embed_in_child(home, tmp_path)
     assert imported == ["onnxruntime"]
