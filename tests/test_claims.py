@@ -148,6 +148,19 @@ def test_cited_abstracts_are_parsed_once_per_answer(embedder, monkeypatch: pytes
     assert not out.statements[2].supported and "fail to exploit" in out.statements[2].why
 
 
+def test_a_parsed_abstract_is_shared_between_answers_and_reads_as_a_fresh_parse() -> None:
+    again = claims.Source.of(list(SENTENCES), frozenset(), "SparseRank: fast sparse ranking")
+    assert again is SOURCE  # the next answer citing the same sentences parses nothing
+    fresh = claims.Source.build(SENTENCES, frozenset(), "SparseRank: fast sparse ranking")
+    assert fresh is not SOURCE
+    for statement in ("SparseRank reaches 18.6% error on TREC.", "SparseRank reaches 16.8% error on TREC.",
+                      "Previous solvers exploit sparsity.", "SparseRank is slower than interior-point methods."):
+        evidence = max(SENTENCES, key=lambda s: len(set(statement.split()) & set(s.split())))
+        assert claims.review(statement, SOURCE, evidence) == claims.review(statement, fresh, evidence)
+        assert claims.review(statement, SOURCE, evidence) == claims.review(statement, fresh, evidence)  # unchanged
+    assert claims.check("SparseRank reaches 16.8% error on TREC.", SOURCE, SENTENCES[0]) != []
+
+
 def check_against(abstract: str, statement: str) -> list[str]:
     """``claims.check`` against a small abstract of its own, with its best-matching sentence as evidence."""
     sentences = sentences_of(abstract)

@@ -492,6 +492,13 @@ class Source:
 
     @classmethod
     def of(cls, sentences: Sequence[str], terms: frozenset[str] = frozenset(), extra: str = "") -> Source:
+        """The cited abstracts parsed, shared between answers that cite the same sentences (a paper asked about
+        again, a follow-up): parsing them is most of an answer's check (~7 ms a set), and a Source is never
+        changed once built (``_parts`` is a lazily filled cache of a pure function of it)."""
+        return _parsed_source(tuple(sentences), terms, extra)
+
+    @classmethod
+    def build(cls, sentences: Sequence[str], terms: frozenset[str] = frozenset(), extra: str = "") -> Source:
         texts = [*sentences, extra]
         folded = notation.fold_symbols(" ".join(texts))
         stated, derived = notation.source_values(texts)
@@ -1119,3 +1126,8 @@ def review(statement: str, source: Source, evidence: str) -> tuple[list[str], li
 def check(statement: str, source: Source, evidence: str) -> list[str]:
     """Why ``statement`` is not what its ``source`` says; empty when every rule passes (cautions not counted)."""
     return review(statement, source, evidence)[0]
+
+
+@lru_cache(maxsize=512)
+def _parsed_source(sentences: tuple[str, ...], terms: frozenset[str], extra: str) -> Source:
+    return Source.build(sentences, terms, extra)
