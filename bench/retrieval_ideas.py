@@ -4,7 +4,8 @@
         --add 'sentence_max={"retriever": "bench.retrieval_ideas:SentenceMax"}' \
               'proximity={"retriever": "bench.retrieval_ideas:Proximity"}' \
               'decisive_bm25={"retriever": "bench.retrieval_ideas:DecisiveBM25"}' \
-              'decisive_dense={"retriever": "bench.retrieval_ideas:DecisiveDense"}'
+              'decisive_dense={"retriever": "bench.retrieval_ideas:DecisiveDense"}' \
+              'smoothed={"retriever": "bench.retrieval_ideas:Smoothed"}'
 
 Each is the shipped pipeline plus one change, with its one parameter fixed before measuring (a value from the
 literature or a round number), so the figures say whether the signal helps, not how far it can be tuned:
@@ -17,6 +18,9 @@ literature or a round number), so the figures say whether the signal helps, not 
   paper``; a pair's idf counts the papers that hold both terms.
 - ``DecisiveBM25`` / ``DecisiveDense``: trust a confident retriever. When BM25's top score is ≥ 1.5× its
   runner-up, or the dense top cosine clears the runner-up by ≥ 0.05, that paper goes first.
+
+- ``Smoothed``: score regularisation over the top 50 (the cluster hypothesis): each paper's fused score plus
+  0.3 × the mean score of its 5 most similar papers there (cosine of mean chunk vectors).
 
 Results and conclusions: docs/benchmarks.md, "Ideas measured and not shipped".
 """
@@ -128,3 +132,41 @@ class DecisiveDense(_Decisive):
 
     def decisive(self, top: float, runner_up: float) -> bool:
         return top - runner_up >= 0.05
+
+
+class Smoothed(Retriever):
+    """Score regularisation (the cluster hypothesis, Diaz 2005): a paper whose nearest neighbours among the top
+    candidates also score well is more likely relevant. After fusion, the top ``pool`` papers' scores are
+    blended with the mean score of each one's ``neighbours`` most similar papers in that pool (cosine of their
+    mean chunk vectors): ``s + alpha × mean(s_j)``. One pass; alpha 0.3, 5 neighbours, a pool of 50."""
+
+    alpha, neighbours, pool = 0.3, 5, 50
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._vec: dict[str, np.ndarray] = {}  # paper id → unit mean chunk vector, for this store only
+
+    def _fuse(self, lists: list[tuple[Scored, float]]) -> dict[str, float]:
+        fused = super()._fuse(lists)
+        if self.mode != "hybrid" or len(lists) < 4 or len(fused) < 3:  # after feedback: the final fusion only
+            return fused
+        top = sorted(fused, key=lambda p: -fused[p])[: self.pool]
+        todo = [p for p in top if p not in self._vec]
+        if todo:
+            rows: dict[str, list[np.ndarray]] = {}
+            for _, pid, v in self.store.paper_vectors(todo):
+                rows.setdefault(pid, []).append(v)
+            for pid, vs in rows.items():
+                m = np.mean(vs, axis=0)
+                self._vec[pid] = m / max(float(np.linalg.norm(m)), 1e-12)
+        ids = [p for p in top if p in self._vec]
+        if len(ids) < 3:
+            return fused
+        m = np.stack([self._vec[p] for p in ids])
+        sim = m @ m.T
+        np.fill_diagonal(sim, -np.inf)
+        s = np.array([fused[p] for p in ids])
+        k = min(self.neighbours, len(ids) - 1)
+        nn = np.argpartition(-sim, k - 1, axis=1)[:, :k]
+        boost = s[nn].mean(axis=1)
+        return {**fused, **{p: float(s[i] + self.alpha * boost[i]) for i, p in enumerate(ids)}}
