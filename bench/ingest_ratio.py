@@ -113,7 +113,10 @@ The bare encoder is `SentenceTransformer.encode(texts)` with its defaults, one t
 file, splits long abstracts into sentence windows that fit the window (so it embeds
 {r['chunks']} windows and every word, about 12% more tokens on Cranfield), embeds them (each text
 tokenised once, batches of 16 sorted by exact token count) and writes them to a fresh embedded
-Chroma store with their metadata. The figure depends on the machine being otherwise idle.
+Chroma store with their metadata. The encoder's ONNX export and its int8 copy, which a home's first
+ingest writes once at its end (~5–9 s), are written before the pipeline is timed, like the model load: before
+2026-12-03 they were inside the timed ingest (600 Cranfield papers: ratio 0.687 with them, 0.967 without).
+The figure depends on the machine being otherwise idle.
 """
         print(f"wrote {update_section('ingest', body)}")
 
