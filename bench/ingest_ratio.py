@@ -115,7 +115,7 @@ file, splits long abstracts into sentence windows that fit the window (so it emb
 tokenised once, batches of 16 sorted by exact token count) and writes them to a fresh embedded
 Chroma store with their metadata. The encoder's ONNX export and its int8 copy, which a home's first
 ingest writes once at its end (~5–9 s), are written before the pipeline is timed, like the model load: before
-2026-12-03 they were inside the timed ingest (600 Cranfield papers: ratio 0.687 with them, 0.967 without).
+2026-12-03 they were inside the timed ingest (first 600 Cranfield papers: ratio 0.687 on c26d203, 0.967 on b5315de).
 The figure depends on the machine being otherwise idle.
 """
         print(f"wrote {update_section('ingest', body)}")
