@@ -70,7 +70,7 @@ def payload_terms(papers: Iterable[StoredPaper], question: str = "") -> set[str]
     return (flagged - clean) | (opaque_suspect - opaque_clean)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=2048)  # ~15 KB per paper (tracemalloc): ~30 MB when full
 def _paper_terms(abstract: str, title: str | None, label: str, authors: tuple[str, ...]
                  ) -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
     """One paper's share of ``payload_terms``: (flagged, clean, opaque in suspect sentences, opaque elsewhere).
