@@ -129,6 +129,7 @@ class SentenceTransformerEmbedder:
         # alone costs ~10 s of every cold start: from its checked ONNX export when an ingest wrote one (no torch
         # import at all, rag.index.onnx_bert), else in plain torch (rag.index.bert). Same vectors (≤ 1e-5).
         shape = bert.supported(Path(source)) if Path(source).is_dir() else None
+        self._plain_bert = shape is not None  # rag.index.bert can run it (torch for bulk embeds, see _bulk_runner)
         export = self._onnx_path() if shape is not None and cfg.device in ("auto", "cpu") else None
         self._onnx = onnx_bert.load(export, self._weights()) if export is not None else None
         if self._onnx is not None and shape is not None:
@@ -183,7 +184,7 @@ class SentenceTransformerEmbedder:
     def _adopt_export(self, path: Path) -> None:
         """Run this process's later batches on the export it just wrote, as a process started now would: a
         process that ingests and then answers (``paperchat chat`` on a new home, an upload in the UI) would
-        otherwise embed every question with torch, ~13 against ~6 ms for a question here. Same vectors (the
+        otherwise embed every question with torch, 10–13 against 6–8 ms a question here. Same vectors (the
         export was checked against this encoder at ≤ ``TOLERANCE``). The torch model stays loaded: a batch
         already running on it in another thread finishes there."""
         from rag.index import bert, onnx_bert
@@ -333,20 +334,20 @@ class SentenceTransformerEmbedder:
 
     def _bulk_runner(self) -> _TorchRunner | None:
         """The plain-torch encoder for an ingest's batches in a process that embeds with the ONNX export: ONNX
-        Runtime runs a question faster (~8 against ~10 ms) but whole abstracts slower (24 against 35–40 texts/s
+        Runtime runs a question faster (6–8 against 10–13 ms) but whole abstracts slower (24 against 35–40 texts/s
         on 2 cores, measured), so a bulk embed loads torch once (~3 s) and runs there. None: stay on ONNX."""
         if self._torch_bulk is None:
             self._torch_bulk = False
             if self._bert is not None:
-                self._torch_bulk = _TorchRunner(self._bert)
-            elif self.device == "cpu" and bert_supported(self.source):
+                self._torch_bulk = _TorchRunner(self, self._bert)
+            elif self.device == "cpu" and self._plain_bert:
                 import torch
 
                 from rag.index import bert
 
                 torch.backends.mkldnn.enabled = False  # type: ignore[assignment]  # as in _load_torch
                 encoder = bert.load(Path(self.source), "cpu")
-                self._torch_bulk = _TorchRunner(encoder) if encoder is not None else False
+                self._torch_bulk = _TorchRunner(self, encoder) if encoder is not None else False
         return self._torch_bulk or None
 
     def _forward_batches(self, ids: list[tuple[Any, Any]], runner: Any = None) -> np.ndarray:
@@ -379,38 +380,32 @@ class SentenceTransformerEmbedder:
         """One padded batch → pooled vectors (not normalised), on whichever runtime this embedder loaded."""
         if self._onnx is not None:
             return self._onnx.forward(input_ids, types, mask)
+        return self._run_torch(input_ids, types, mask, self._bert)
+
+    def _run_torch(self, input_ids: np.ndarray, types: np.ndarray, mask: np.ndarray, encoder: Any) -> np.ndarray:
+        """One padded batch on torch: the plain-torch ``encoder`` when given, else the sentence-transformers model."""
         import torch
 
         with torch.inference_mode():
             t_ids, t_types, t_mask = (torch.from_numpy(a) for a in (input_ids, types, mask))
             if self.device != "cpu":  # built on the CPU, run where the weights are
                 t_ids, t_types, t_mask = t_ids.to(self.device), t_types.to(self.device), t_mask.to(self.device)
-            if self._bert is not None:
-                pooled = self._bert.forward(t_ids, t_types, t_mask)
+            if encoder is not None:
+                pooled = encoder.forward(t_ids, t_types, t_mask)
             else:
                 pooled = self._model.forward({"input_ids": t_ids, "attention_mask": t_mask,
                                               "token_type_ids": t_types})["sentence_embedding"]
             return pooled.float().cpu().numpy()
 
 
-def bert_supported(source: str) -> bool:
-    from rag.index import bert
-
-    return Path(source).is_dir() and bert.supported(Path(source)) is not None
-
-
 class _TorchRunner:
     """A plain-torch BERT encoder behind the ONNX runner's interface (padded numpy batch → pooled vectors)."""
 
-    def __init__(self, encoder: Any) -> None:
-        self.encoder = encoder
+    def __init__(self, embedder: SentenceTransformerEmbedder, encoder: Any) -> None:
+        self.embedder, self.encoder = embedder, encoder
 
     def forward(self, input_ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        import torch
-
-        with torch.inference_mode():
-            pooled = self.encoder.forward(*(torch.from_numpy(a) for a in (input_ids, types, mask)))
-            return pooled.float().cpu().numpy()
+        return self.embedder._run_torch(input_ids, types, mask, self.encoder)
 
 
 class OpenAIEmbedder:
