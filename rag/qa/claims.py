@@ -43,6 +43,7 @@ from functools import lru_cache
 from rag.analysis import analyze
 from rag.qa import notation
 from rag.qa.evidence import ENTITY, term_in
+from rag.qa.findings import Finding, Verdict
 
 WINDOW = 4  # words either side of a word that say what it is about
 SCOPE = 3  # words after a negation cue that it negates
@@ -1121,6 +1122,31 @@ def review(statement: str, source: Source, evidence: str) -> tuple[list[str], li
                + _prefixed_opposites(ws, source, ev) + _restricted_claims(ws, source, ev)
                + direction_reasons(statement, source, evidence))
     return reasons, cautions
+
+
+# Each family's verdict until its precision is measured (the family table replaces this): what is unseen in
+# the source is "not in the source"; what the source says otherwise is "contradicted".
+_FAMILY_VERDICT: dict[str, Verdict] = {
+    "formulas": "not_in_source", "numbers": "not_in_source", "counts": "contradicted", "names": "not_in_source",
+    "negation": "contradicted", "denial": "contradicted", "opposites": "contradicted", "exclusivity": "contradicted",
+    "direction": "contradicted",
+}
+
+
+def findings(statement: str, source: Source, evidence: str) -> list[Finding]:
+    """What the rules find wrong with ``statement`` against its ``source``, one ``Finding`` per reason, tagged with
+    the family that found it; empty when every rule passes. Cautions are not findings."""
+    formulas, rest = formula_reasons(statement, source)
+    ws = words(statement)
+    ev = source.evidence_index(evidence)
+    by_family = (("formulas", formulas), ("numbers", number_reasons(rest, source)),
+                 ("counts", count_reasons(rest, source)), ("names", name_reasons(rest, source)),
+                 ("negation", _negated_claims(ws, source, [])), ("denial", _denied_claims(ws, source, ev)),
+                 ("opposites", _prefixed_opposites(ws, source, ev)),
+                 ("exclusivity", _restricted_claims(ws, source, ev)),
+                 ("direction", direction_reasons(statement, source, evidence)))
+    return [Finding(rule=family, verdict=_FAMILY_VERDICT[family], said=reason, source_says="")
+            for family, reasons in by_family for reason in reasons]
 
 
 def check(statement: str, source: Source, evidence: str) -> list[str]:
