@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rag.qa.findings import Verdict
+
 
 @dataclass
 class Citation:
@@ -34,6 +36,10 @@ class StatementCheck:
     cited: list[int]  # the [n] it cites
     supported: bool  # on topic for every cited abstract and passes the claim checks (numbers, negation, names)
     why: str = ""  # why not, quoting what disagrees; when supported, empty or a "caution: …" the checks raised
+    verdict: Verdict = "supported"  # supported | contradicted | not_in_source (rag.qa.findings)
+    rule: str = ""  # the rule behind the verdict ("numbers", "negation", "on_topic", "llm"…); empty when supported
+    said: str = ""  # what the statement says that the verdict is about
+    source_says: str = ""  # what the cited source says: the sentence that supports or contradicts it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

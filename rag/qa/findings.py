@@ -9,9 +9,9 @@ most severe of them (``verdict_of``), so front ends and evals read fields instea
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Verdict = Literal["supported", "contradicted", "not_in_source"]
 VERDICTS: tuple[Verdict, ...] = ("supported", "not_in_source", "contradicted")  # least to most severe
@@ -51,3 +51,29 @@ def verdict_of(findings: Iterable[Finding]) -> Verdict:
         if VERDICTS.index(f.verdict) > VERDICTS.index(worst):
             worst = f.verdict
     return worst
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One cited statement as a judge sees it: its text, the ``[n]`` it cites, the cited sources' texts (one per
+    citation, in ``cited`` order) and the source sentence that best matches it (``evidence``, empty when none)."""
+
+    text: str
+    cited: tuple[int, ...]
+    sources: tuple[str, ...]
+    evidence: str = ""
+
+
+class JudgeUnavailable(Exception):
+    """A judge could not give verdicts (timeout, refusal, unparsable reply): the rules judge instead."""
+
+
+class Judge(Protocol):
+    """Gives each claim of one answer its findings, in one go (an LLM judge makes one batched call per answer).
+
+    Returns one list per claim, in order: empty for a statement with nothing to report. A finding with verdict
+    "supported" quotes what says it (``source_says``). Raises ``JudgeUnavailable`` when it cannot judge."""
+
+    name: str
+
+    def judge(self, claims: Sequence[Claim]) -> list[list[Finding]]: ...

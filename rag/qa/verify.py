@@ -14,6 +14,7 @@ Only papers cited in the final text become citations, renumbered 1..m in order o
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from rag.answer import Citation, StatementCheck
 from rag.qa import claims
 from rag.qa.evidence import EvidenceIndex, content_terms, term_in
+from rag.qa.findings import Claim, Finding, Judge, JudgeUnavailable, verdict_of
 from rag.qa.generate import Generation
 from rag.qa.prompts import CANNOT_ANSWER, is_cannot_answer
 from rag.text import split_sentences
@@ -122,8 +124,11 @@ def _share(weights: dict[str, float], total: float, terms: frozenset[str]) -> fl
     return sum(w for t, w in weights.items() if term_in(t, terms)) / total if total else 0.0
 
 
-def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
-    """Check a generation's citations; see the module docstring."""
+def verify(gen: Generation, evidence: EvidenceIndex, judge: Judge | None = None) -> Verified:
+    """Check a generation's citations; see the module docstring.
+
+    ``judge``: another judge of the cited statements (an LLM); its findings replace the rules' for the statements
+    it judged. When it is unavailable the rules' findings stand and a warning says so."""
     warnings = list(gen.warnings)
     if is_cannot_answer(gen.text) or not gen.text.strip():
         return Verified(CANNOT_ANSWER, [], False, warnings)
@@ -142,6 +147,7 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
     failed: set[int] = set()  # citations carried by a statement that fails a claim check
     parsed: dict[tuple[int, ...], claims.Source] = {}  # cited abstracts as the claim checks read them
     checks: list[StatementCheck] = []
+    claims_seen: list[Claim] = []  # what a judge sees, one per check
     for si, st in enumerate(stmts):
         terms = content_terms(st.text)
         weights = evidence.idf(terms)
@@ -150,6 +156,7 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
         cautions: list[str] = []  # what a caution-level claim check found; the statement stays supported
         top: tuple[float, str] | None = None  # the best-matching sentence over all cited abstracts
         cited = [n for n in st.cites if n in best]
+        found: list[Finding] = []
         for n in cited:
             ev = evs[n - 1]
             if not len(ev.sentences) or vecs is None:
@@ -167,6 +174,8 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
             if support < SUPPORTED:
                 warnings.append(f"[{n}] may not support: \u201c{st.text[:160]}\u201d (support {support:.2f})")
                 why.append(f"[{n}] is about something else (support {support:.2f})")
+                found.append(Finding("on_topic", "not_in_source", f"[{n}] is about something else (support "
+                                     f"{support:.2f})", ev.sentences[int(cos.argmax())]))
         if top is not None:
             key = tuple(cited)
             if key not in parsed:  # each set of cited abstracts is parsed once per answer, not per statement
@@ -176,6 +185,8 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
                     frozenset().union(*(evs[n - 1].all_terms for n in cited)),
                     " ".join(f"{p.title or ''} {p.label} {p.year or ''}" for p in papers))
             wrong, caution = claims.review(st.text, parsed[key], top[1])
+            found += [dataclasses.replace(f, source_says=f.source_says or top[1])
+                      for f in claims.findings(st.text, parsed[key], top[1])]
             marks = "".join(f"[{n}]" for n in cited)
             if wrong:
                 failed.update(cited)
@@ -185,9 +196,11 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
                 warnings.append(f"{marks} check: \u201c{st.text[:160]}\u201d (caution: {'; '.join(caution)})")
                 cautions += [f"caution: {c}" for c in caution]
         if cited:
-            checks.append(StatementCheck(text=st.text, cited=cited, supported=not why and top is not None,
-                                         why="; ".join(why + cautions) if top is not None
-                                         else "no abstract text to check"))
+            checks.append(_check(st.text, cited, found, top, why + cautions))
+            claims_seen.append(Claim(st.text, tuple(cited), tuple(sources[n - 1].paper.abstract for n in cited),
+                                     top[1] if top else ""))
+    if judge is not None and checks:
+        warnings += _rejudge(judge, claims_seen, checks)
     citations = []
     for n, hit in enumerate(sources, start=1):
         p = hit.paper
@@ -201,3 +214,35 @@ def verify(gen: Generation, evidence: EvidenceIndex) -> Verified:
             year=p.year, abstract=p.abstract, summary=summary, evidence=evidence_text,
             supported=bool(scores[n]) and min(scores[n]) >= SUPPORTED and n not in failed, url=p.url))
     return Verified(text.strip(), citations, gen.answerable, warnings, checks)
+
+
+def _check(text: str, cited: list[int], found: list[Finding], top: tuple[float, str] | None,
+           why: list[str]) -> StatementCheck:
+    """One statement's check from what the rules found: the verdict is the most severe finding's."""
+    if top is None:
+        return StatementCheck(text=text, cited=cited, supported=False, why="no abstract text to check",
+                              verdict="not_in_source", rule="no_text")
+    verdict = verdict_of(found)
+    decisive = next((f for f in found if f.verdict == verdict), None)
+    return StatementCheck(text=text, cited=cited, supported=not why or all(w.startswith("caution: ") for w in why),
+                          why="; ".join(why), verdict=verdict, rule=decisive.rule if decisive else "",
+                          said=decisive.said if decisive else "",
+                          source_says=decisive.source_says if decisive else top[1])
+
+
+def _rejudge(judge: Judge, seen: list[Claim], checks: list[StatementCheck]) -> list[str]:
+    """Let ``judge`` give the verdicts; on failure keep the rules' and say so."""
+    try:
+        judged = judge.judge(seen)
+    except JudgeUnavailable as e:
+        log.warning("judge %s unavailable: %s", judge.name, e)
+        return [f"the {judge.name} judge was unavailable ({e}); the offline rules judged the statements instead"]
+    for check, found in zip(checks, judged):
+        verdict = verdict_of(found)
+        decisive = next((f for f in found if f.verdict == verdict), None)
+        check.verdict, check.supported = verdict, verdict == "supported"
+        check.rule = decisive.rule if decisive else judge.name
+        check.said = decisive.said if decisive else ""
+        check.source_says = decisive.source_says if decisive else ""
+        check.why = "; ".join(f.reason() for f in found if f.verdict != "supported")
+    return []
