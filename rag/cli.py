@@ -329,6 +329,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from ui.app import serve
 
     extra = {"api": True} if args.api else {}  # the plain app keeps serve's original signature
+    if args.allow_open:
+        extra["allow_open"] = True
     return serve(settings, host=args.host, port=args.port, **extra)
 
 
@@ -446,6 +448,8 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--port", type=int, help="port (default: ui.port, 7860)")
     srv.add_argument("--api", action="store_true", help="also serve the HTTP API (/v1, as `paperchat api`) "
                                                          "in the same process")
+    srv.add_argument("--allow-open", action="store_true", help="serve beyond loopback without a login (refused "
+                                                                "otherwise: anyone who can reach it can use it)")
 
     api = sub.add_parser("api", help="the OpenAI-compatible HTTP API on 127.0.0.1:8080 (chat completions, "
                                      "search, papers, ask)")

@@ -199,6 +199,8 @@ class UISettings(BaseModel):
     port: int = Field(7860, ge=1, le=65535, description="HTTP port")
     username: str | None = Field(None, description="optional basic-auth user")
     password: SecretStr | None = Field(None, description="optional basic-auth password")
+    allow_open: bool = Field(False, description="serve beyond loopback without a login (anyone who can reach it can "
+                                                "read and change the library); off: such a bind refuses to start")
     concurrency: int = Field(4, ge=1, le=64, description="answers computed at once")
     queue_size: int = Field(64, ge=1, le=10000, description="waiting requests before new ones are refused")
     stream_delay_ms: int = Field(40, ge=0, le=2000,

@@ -89,3 +89,25 @@ def test_serve_command_delegates_to_the_app(monkeypatch: pytest.MonkeyPatch) -> 
     assert main(["serve", "--port", "9911"]) == 0
     assert main(["serve", "--host", "127.0.0.2"]) == 0
     assert calls == [(None, 9911), ("127.0.0.2", None)]
+
+
+def test_an_open_bind_without_a_login_refuses_to_start(paperchat_home: Path) -> None:
+    """`paperchat serve --host 0.0.0.0` without a login exits at once, naming the fixes, before loading anything;
+    a login or --allow-open (ui.allow_open) lets the bind through, loopback needs neither."""
+    import subprocess
+    import sys
+
+    from rag.errors import ConfigError
+    from ui.app import check_open_bind
+
+    done = subprocess.run([sys.executable, "-m", "rag.cli", "serve", "--host", "0.0.0.0", "--port", str(free_port())],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "refusing to serve the app on 0.0.0.0 without a login" in done.stderr and "--allow-open" in done.stderr
+    assert not (paperchat_home / "chroma").exists()  # refused before the store (or the sample ingest) was touched
+    settings = get_settings()
+    with pytest.raises(ConfigError, match="without a login"):
+        check_open_bind("192.0.2.10", None, settings)
+    check_open_bind("127.0.0.1", None, settings)
+    check_open_bind("0.0.0.0", ("ada", "s3cret"), settings)
+    check_open_bind("0.0.0.0", None, settings.with_overrides(ui={"allow_open": True}))

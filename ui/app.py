@@ -15,7 +15,7 @@ import gradio as gr
 
 from rag.answer import Answer
 from rag.config import Settings
-from rag.errors import EmptyLibrary, InputError, PaperchatError
+from rag.errors import ConfigError, EmptyLibrary, InputError, PaperchatError
 from rag.index.catalog import PaperQuery, find_papers
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain, resolve_mode
@@ -462,12 +462,22 @@ def build_app(runtime: Runtime, settings: Settings | None = None, chain: AnswerC
     return app
 
 
+def check_open_bind(host: str, auth: object, settings: Settings) -> None:
+    """``ConfigError`` when the app would serve beyond loopback without a login, unless ``ui.allow_open``
+    (``--allow-open``) says that is meant: anyone who can reach it could read, change and upload to the library."""
+    if is_loopback(host) or auth:
+        return
+    if not settings.ui.allow_open:
+        raise ConfigError(f"refusing to serve the app on {host} without a login: set PAPERCHAT_UI__USERNAME and "
+                          "PAPERCHAT_UI__PASSWORD, bind to 127.0.0.1, or pass --allow-open (ui.allow_open) to let "
+                          "anyone who can reach it use it")
+    log.warning("serving on %s without a login (--allow-open): anyone who can reach it can use it", host)
+
+
 def launch(app: gr.Blocks, settings: Settings, block: bool = True, **overrides: Any) -> gr.Blocks:
     """Queue and launch ``app`` with the safe defaults (``overrides`` for tests: e.g. ``server_port``)."""
     kwargs = launch_kwargs(settings) | overrides
-    if not is_loopback(str(kwargs["server_name"])) and not kwargs.get("auth"):
-        log.warning("serving on %s without a login: anyone who can reach it can use it "
-                    "(set PAPERCHAT_UI__USERNAME and PAPERCHAT_UI__PASSWORD)", kwargs["server_name"])
+    check_open_bind(str(kwargs["server_name"]), kwargs.get("auth"), settings)
     app.queue(**queue_kwargs(settings))
     app.launch(prevent_thread_lock=not block, quiet=True, theme=_theme(), css=CSS, js=PAGE_JS, **kwargs)
     return app
@@ -491,16 +501,21 @@ def mount_with_api(app: gr.Blocks, lib: library.Library, settings: Settings) -> 
     return BodyLimit(api, settings.api.max_body_kb * 1024, prefix="/v1/")
 
 
-def serve(settings: Settings, host: str | None = None, port: int | None = None, api: bool = False) -> int:
+def serve(settings: Settings, host: str | None = None, port: int | None = None, api: bool = False,
+          allow_open: bool = False) -> int:
     """``paperchat serve``: ingest the sample corpus into an empty store, then serve until interrupted;
-    ``api=True`` serves the HTTP API (``ui.api``) beside the app, in the same process."""
-    ui_overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    ``api=True`` serves the HTTP API (``ui.api``) beside the app, in the same process; ``allow_open``: a bind beyond
+    loopback without a login starts (with a warning) instead of refusing."""
+    ui_overrides: dict[str, Any] = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
+    if allow_open:
+        ui_overrides["allow_open"] = True
     if ui_overrides:
         settings = settings.with_overrides(ui=ui_overrides)
+    check_open_bind(settings.ui.host, launch_kwargs(settings)["auth"], settings)  # before anything loads
     if api:
         from ui.api import check_bind
 
-        check_bind(settings.ui.host, settings)  # before anything loads
+        check_bind(settings.ui.host, settings)
     runtime = Runtime(settings)
     try:
         report = services.ensure_sample(runtime, SAMPLE_DIR)
