@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.servers import ChromaServer
+from tests.support.servers import ChromaServer
 
 QUESTIONS = ("What methods reduce reward hacking in RLHF?", "Which papers study reward hacking?")
 

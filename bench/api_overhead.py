@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import machine, update_section
-from bench.servers import HOST, free_port
 from evals.metrics import percentile
+from tests.support.servers import HOST, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 BUSY_LOAD = 1.5  # 1-minute load average above which the figures are flagged as taken on a busy machine

@@ -49,11 +49,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.data import CRANFIELD_CORPUS, NIPS
+
 log = logging.getLogger("bench.crash_loop")
 ROOT = Path(__file__).resolve().parents[1]
-DATASETS = ROOT.parent / "shared" / "datasets"
-NIPS_DIR = DATASETS / "nips-2013-2015"
-CRANFIELD = DATASETS / "cranfield" / "corpus.jsonl"
 DEFAULT_OUT = ROOT / "reports" / "crash_loop.json"
 CRAN_SHARE = 0.4  # of N taken from Cranfield (the only source whose ids survive an abstract edit)
 
@@ -61,12 +60,12 @@ CRAN_SHARE = 0.4  # of N taken from Cranfield (the only source whose ids survive
 # ---- input ---------------------------------------------------------------------------------------
 def build_inputs(dest: Path, n: int) -> dict[str, Any]:
     """Copy the first ``n`` records (NeurIPS CSVs in year order, then Cranfield) into ``dest``."""
-    n_nips_avail = sum(_csv_rows(f) for f in sorted(NIPS_DIR.glob("*.csv")))
+    n_nips_avail = sum(_csv_rows(f) for f in sorted(NIPS.glob("*.csv")))
     n_cran = n - min(n_nips_avail, n - math.ceil(CRAN_SHARE * n))
     left = n - n_cran
     files: list[Path] = []
     (dest / "nips").mkdir(parents=True, exist_ok=True)
-    for src in sorted(NIPS_DIR.glob("*.csv")):
+    for src in sorted(NIPS.glob("*.csv")):
         if left <= 0:
             break
         with open(src, newline="", encoding="utf-8") as fh:
@@ -79,7 +78,7 @@ def build_inputs(dest: Path, n: int) -> dict[str, Any]:
             w.writerow(rows[0])
             w.writerows(take)
         files.append(out)
-    cran = [json.loads(line) for line in CRANFIELD.read_text(encoding="utf-8").splitlines()[:n_cran]]
+    cran = [json.loads(line) for line in CRANFIELD_CORPUS.read_text(encoding="utf-8").splitlines()[:n_cran]]
     base_cran = dest / "base" / "cranfield" / "corpus.jsonl"
     _write_jsonl(base_cran, cran)
     return {"nips": files, "cranfield": cran, "base_cran": base_cran, "n_nips": n - n_cran, "n_cran": n_cran}

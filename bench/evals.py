@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from bench.report import machine, update_section
+from tests.support.data import CRANFIELD
 
 ROOT = Path(__file__).resolve().parents[1]
-CRANFIELD = ROOT.parent / "shared" / "datasets" / "cranfield"
 PAPERCHAT = Path(sys.executable).with_name("paperchat")
 
 

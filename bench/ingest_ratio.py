@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import machine, update_section
+from tests.support.data import CRANFIELD_CORPUS
 
 log = logging.getLogger("bench.ingest_ratio")
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ROOT.parent / "shared" / "datasets" / "cranfield" / "corpus.jsonl"
 
 
 def _bare_encoder(embedder: object) -> Any:
@@ -85,7 +85,7 @@ def run(corpus: Path, limit: int | None, repeats: int = 2) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT)
+    ap.add_argument("--corpus", type=Path, default=CRANFIELD_CORPUS)
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--no-write", action="store_true")

@@ -55,11 +55,11 @@ from rag.qa.retrieval import PaperHit
 from rag.records import StoredPaper, authors_short
 from rag.resources import sample_corpus
 from rag.text import normalize_abstract, plain_text, split_sentences, strip_html
+from tests.support.data import NIPS
 
 log = logging.getLogger(__name__)
 
 REFERENCE = SETS_DIR / "sample_labels.jsonl"
-NEURIPS = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets" / "nips-2013-2015"
 _OWN_VOICE = re.compile(r"\b(?:we|our|us)\b|\bthis (?:paper|work|study|article)\b|\bhere\b", re.I)
 _IDENT = re.compile(r"[^\W_][\w\-]*")
 
@@ -164,7 +164,7 @@ def title_split(title: str) -> str:
     return "dev" if digest[0] % 2 == 0 else "heldout"
 
 
-def neurips_papers(folder: Path = NEURIPS) -> list[dict[str, str]]:
+def neurips_papers(folder: Path = NIPS) -> list[dict[str, str]]:
     """``{"title", "abstract", "split"}`` of each distinct NeurIPS paper; the abstract as ingest stores it."""
     seen: set[tuple[str, str]] = set()
     out: list[dict[str, str]] = []
@@ -211,7 +211,7 @@ def _title_totals(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
             "empty": sum(not r[key]["label"] for r in rows)}
 
 
-def run_titles(folder: Path = NEURIPS) -> dict[str, Any]:
+def run_titles(folder: Path = NIPS) -> dict[str, Any]:
     """Title figures of ``paper_phrase`` and of the first-sentence baseline, per split."""
     rows: list[dict[str, Any]] = []
     for p in neurips_papers(folder):

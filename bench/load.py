@@ -36,7 +36,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.servers import free_port
+from tests.support.servers import free_port
 
 log = logging.getLogger("bench.load")
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,8 +15,9 @@ import json
 import random
 from pathlib import Path
 
+from tests.support.data import NIPS
+
 ROOT = Path(__file__).resolve().parents[1]
-NIPS = ROOT.parent / "shared" / "datasets" / "nips-2013-2015"
 
 
 def build(out: Path, n_queries: int = 300, seed: int = 13) -> Path:

@@ -43,14 +43,14 @@ from evals.metrics import mean, ndcg_at_k, recall_at_k
 from evals.run import run_eval
 from evals.sets import SEED, SETS_DIR, load_set, set_corpus
 from rag.config import Settings, get_settings, prepare_runtime
-from rag.index.catalog import PaperQuery
+from rag.index.paper_query import PaperQuery
 from rag.resources import sample_corpus
 from rag.runtime import Runtime
+from tests.support.data import CRANFIELD
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[1]
-CRANFIELD = ROOT.parent / "shared" / "datasets" / "cranfield"
 NEURIPS = SETS_DIR / "neurips.jsonl"
 K = 5  # papers per answer (retrieval.k)
 

@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.data import CRANFIELD_CORPUS
+
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ROOT.parent / "shared" / "datasets" / "cranfield" / "corpus.jsonl"
 
 
 def timed_ingest(home: Path, corpus: Path, ray: str | None, env: dict[str, str]) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def timed_ingest(home: Path, corpus: Path, ray: str | None, env: dict[str, str])
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=2, help="Ray nodes of 1 CPU each; 0 = a plain ingest")
-    ap.add_argument("--corpus", type=Path, default=DEFAULT)
+    ap.add_argument("--corpus", type=Path, default=CRANFIELD_CORPUS)
     args = ap.parse_args(argv)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCHAT_")}
     with tempfile.TemporaryDirectory(prefix="pcray", dir="/tmp") as tmp:

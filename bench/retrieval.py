@@ -19,9 +19,9 @@ from bench.nips_known_item import build
 from bench.report import machine, update_section
 from evals.beir import evaluate
 from rag.config import get_settings, prepare_runtime
+from tests.support.data import CRANFIELD
 
 ROOT = Path(__file__).resolve().parents[1]
-CRANFIELD = ROOT.parent / "shared" / "datasets" / "cranfield"
 SYSTEMS = {"paperchat": {}, "bm25": {"mode": "bm25"}, "dense": {"mode": "dense"},
            # Named in full: the shipped fusion is no longer RRF, and the anchor rule is not part of plain RRF.
            "plain_rrf": {"fusion": "rrf", "anchor_df": 0, "feedback_docs": 0, "bm25_weight": 1.0, "dense_weight": 1.0},

@@ -42,7 +42,7 @@ from typing import Any
 
 from bench import synth
 from bench.report import DOC, machine, update_section
-from bench.servers import ChromaServer
+from tests.support.servers import ChromaServer
 
 log = logging.getLogger("bench.scale")
 

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
 
     from rag.config import get_settings
-    from rag.index.catalog import PaperQuery
+    from rag.index.paper_query import PaperQuery
     from rag.qa.retrieval import Retriever
     from rag.runtime import Runtime
 

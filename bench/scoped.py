@@ -36,7 +36,7 @@ def _p(xs: list[float], q: float) -> float:
 
 def measure(home: Path, qs: list[str], members: int, seed: int) -> dict[str, Any]:
     from rag.config import get_settings
-    from rag.index.catalog import PaperQuery, scoped
+    from rag.index.paper_query import PaperQuery, scoped
     from rag.runtime import Runtime
 
     rt = Runtime(get_settings(home=home))

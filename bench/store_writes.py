@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.servers import ChromaServer
+from tests.support.servers import ChromaServer
 
 
 class RandomVectors:

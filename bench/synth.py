@@ -47,12 +47,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from tests.support.data import CRANFIELD_CORPUS, NIPS
+
 log = logging.getLogger("bench.synth")
 
 ROOT = Path(__file__).resolve().parents[1]
-DATASETS = ROOT.parent / "shared" / "datasets"
-NIPS_DIR = DATASETS / "nips-2013-2015"
-CRANFIELD = DATASETS / "cranfield" / "corpus.jsonl"
 SAMPLE_DIR = ROOT / "data" / "sample"
 
 ML, AERO = "ml", "aero"
@@ -180,13 +179,13 @@ class Material:
 def load_material() -> Material:
     """Read the real corpora once (a few MB)."""
     domains = {ML: Domain(), AERO: Domain()}
-    for path in sorted(NIPS_DIR.glob("*.csv")):
+    for path in sorted(NIPS.glob("*.csv")):
         with path.open(newline="", encoding="utf-8") as f:
             for row in csv.DictReader(f):
                 title = " ".join(html.unescape(row.get("Title") or "").split())
                 abstract = html.unescape(row.get("Abstract") or "")
                 domains[ML].add(title, split_sentences(" ".join(abstract.split())))
-    with CRANFIELD.open(encoding="utf-8") as f:
+    with CRANFIELD_CORPUS.open(encoding="utf-8") as f:
         for line in f:
             row = json.loads(line)
             title = row.get("title") or ""
@@ -206,7 +205,7 @@ def load_material() -> Material:
                     lasts.add(parts[-1].title() if parts[-1].isupper() else parts[-1])
     counts += [1] * max(1, len(counts) // 10)  # the listings have no single-author papers; arXiv has ~10%
     if not counts or not domains[ML].titles or not domains[AERO].titles:
-        raise SystemExit(f"real material missing: need {NIPS_DIR}, {CRANFIELD} and {SAMPLE_DIR}/*.txt")
+        raise SystemExit(f"real material missing: need {NIPS}, {CRANFIELD_CORPUS} and {SAMPLE_DIR}/*.txt")
     for d in domains.values():
         d.link()
     return Material(domains, sorted(firsts), sorted(lasts), counts)

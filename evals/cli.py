@@ -215,7 +215,7 @@ def _checkout_commit() -> str | None:
 
 def _run(rt: Any, cases: Any, mode: str, k: int | None, judge: Any, collection: str | None = None) -> dict[str, Any]:
     from evals.run import run_eval
-    from rag.index.catalog import PaperQuery
+    from rag.index.paper_query import PaperQuery
     from rag.qa.chain import AnswerChain
 
     scope = PaperQuery(collection=collection) if collection else None

@@ -31,7 +31,7 @@ from evals.judge import Judge
 from evals.metrics import citation_precision_recall, mean, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from evals.sets import Case, in_store, resolve_gold
 from rag.answer import Answer
-from rag.index.catalog import PaperQuery
+from rag.index.paper_query import PaperQuery
 from rag.qa.chain import AnswerChain, Conversation
 from rag.qa.prompts import CANNOT_ANSWER
 

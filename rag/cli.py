@@ -133,7 +133,7 @@ def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("papers")
 def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
-    from rag.index.catalog import PaperQuery, find_papers, parse_year_range
+    from rag.index.paper_query import PaperQuery, find_papers, parse_year_range
     from rag.runtime import Runtime
 
     year_from, year_to = parse_year_range(args.year)
@@ -157,7 +157,7 @@ def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
 
 def _scoped(rt: Any, query: Any) -> Any:
     """The query with its collection's members as paper ids (unchanged without a collection)."""
-    from rag.index.catalog import scoped
+    from rag.index.paper_query import scoped
 
     return scoped(query, rt.collections().members(query.collection)) if query.collection else query
 
@@ -165,7 +165,7 @@ def _scoped(rt: Any, query: Any) -> Any:
 @command("collection")
 def cmd_collection(args: argparse.Namespace, settings: Settings) -> int:
     """Named sets of papers: list, add (papers matching a search), remove, rename, delete."""
-    from rag.index.catalog import PaperQuery, find_papers, parse_year_range
+    from rag.index.paper_query import PaperQuery, find_papers, parse_year_range
     from rag.runtime import Runtime
 
     rt = Runtime(settings)
@@ -251,7 +251,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
     if bool(args.questions) == bool(args.batch):
         raise InputError("give the questions of one conversation, or --batch FILE (not both)")
     conversations = read_batch(args.batch) if args.batch else [list(args.questions)]
-    from rag.index.catalog import PaperQuery, parse_year_range
+    from rag.index.paper_query import PaperQuery, parse_year_range
 
     year_from, year_to = parse_year_range(args.year)
 
@@ -288,7 +288,7 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
     """A read–answer loop over one conversation: blank line or Ctrl-D quits, /new starts over."""
     from rag.answer import render_text
     from rag.errors import EmptyLibrary
-    from rag.index.catalog import PaperQuery
+    from rag.index.paper_query import PaperQuery
     from rag.qa.chain import AnswerChain, Conversation, resolve_mode
     from rag.runtime import Runtime
 

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers import ChromaServer
+from tests.support.servers import ChromaServer
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = sorted((ROOT / "data" / "sample").glob("*.txt"))
-SHARED = ROOT.parent / "shared"
 
 
 def running_in_ci() -> bool:

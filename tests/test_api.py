@@ -8,7 +8,6 @@ import json
 import logging
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,16 +19,12 @@ import openai
 import pytest
 from conftest import SAMPLE
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.servers import free_port  # noqa: E402
-from rag.config import get_settings  # noqa: E402
-from rag.errors import ConfigError  # noqa: E402
-from rag.runtime import Runtime  # noqa: E402
-from ui import api  # noqa: E402
-from ui.library import Library  # noqa: E402
+from rag.config import get_settings
+from rag.errors import ConfigError
+from rag.runtime import Runtime
+from tests.support.servers import free_port
+from ui import api
+from ui.library import Library
 
 KEY = "pc-test-key"
 

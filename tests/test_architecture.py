@@ -172,13 +172,13 @@ def test_the_scan_sees_imports_inside_functions() -> None:
 
 
 def test_a_planted_breach_is_reported_with_its_line() -> None:
-    planted = [Import("rag.index.catalog", "rag/index/catalog.py", 11, "from rag.ingest.pipeline import name_key",
-                      "rag.ingest.pipeline"),
+    planted = [Import("rag.index.paper_query", "rag/index/paper_query.py", 11,
+                      "from rag.ingest.pipeline import name_key", "rag.ingest.pipeline"),
                Import("rag.text", "rag/text.py", 3, "from rag.config import Settings", "rag.config"),
                Import("rag.qa.chain", "rag/qa/chain.py", 9, "import evals", "evals")]
     got = rule_breaches(planted)
     assert len(got) == 3
-    assert got[0].startswith("rag/index/catalog.py:11 `from rag.ingest.pipeline import name_key`")
+    assert got[0].startswith("rag/index/paper_query.py:11 `from rag.ingest.pipeline import name_key`")
     assert "rag.text is a leaf" in got[1] and "front end 'evals'" in got[2]
 
 

@@ -5,19 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, SAMPLE, paperchat_cmd
 
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from rag.config import get_settings  # noqa: E402
-from rag.qa.prompts import CANNOT_ANSWER  # noqa: E402
-from rag.runtime import Runtime  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+from rag.config import get_settings
+from rag.qa.prompts import CANNOT_ANSWER
+from rag.runtime import Runtime
+from tests.fakes.openai_server import FakeOpenAIServer
 
 EPPO_FILE = next(p for p in SAMPLE if p.name.startswith("003_"))  # the EPPO paper is in this half
 KEYS = {"question", "standalone_question", "answer", "answerable", "mode", "filters", "citations", "retrieved",

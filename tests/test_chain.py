@@ -3,31 +3,24 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from conftest import SAMPLE
+from conftest import STUB_KEY as KEY
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from conftest import STUB_KEY as KEY  # noqa: E402
-
-from evals.gate import check, load_thresholds  # noqa: E402
-from evals.run import run_eval  # noqa: E402
-from evals.sets import SEED, load_set  # noqa: E402
-from rag.answer import Answer  # noqa: E402
-from rag.config import get_settings  # noqa: E402
-from rag.errors import BudgetExceeded, ConfigError, InputError  # noqa: E402
-from rag.index.catalog import PaperQuery  # noqa: E402
-from rag.qa.chain import AnswerChain, Conversation, TurnState  # noqa: E402
-from rag.qa.prompts import CANNOT_ANSWER, SOURCES_OPEN, SYSTEM_PROMPT  # noqa: E402
-from rag.runtime import Runtime  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
-from tests.helpers import scored_pairs  # noqa: E402
+from evals.gate import check, load_thresholds
+from evals.run import run_eval
+from evals.sets import SEED, load_set
+from rag.answer import Answer
+from rag.config import get_settings
+from rag.errors import BudgetExceeded, ConfigError, InputError
+from rag.index.paper_query import PaperQuery
+from rag.qa.chain import AnswerChain, Conversation, TurnState
+from rag.qa.prompts import CANNOT_ANSWER, SOURCES_OPEN, SYSTEM_PROMPT
+from rag.runtime import Runtime
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.helpers import scored_pairs
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +157,6 @@ def test_streaming_matches_ask(chain: AnswerChain) -> None:
     answer = items[-1]
     assert isinstance(answer, Answer) and len(items) > 3
     assert "".join(items[:-1]) == answer.answer  # extractive numbers citations as it goes: nothing to renumber
-
 
 
 def test_ask_gives_the_answer_a_drained_stream_ends_with(chain: AnswerChain) -> None:

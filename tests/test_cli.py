@@ -111,7 +111,7 @@ def test_year_ranges_of_the_cli_and_the_api() -> None:
     import pytest
 
     from rag.errors import InputError
-    from rag.index.catalog import parse_year_range
+    from rag.index.paper_query import parse_year_range
 
     assert parse_year_range("2024") == (2024, 2024) and parse_year_range(" 2020-2024 ") == (2020, 2024)
     assert parse_year_range("2020-") == (2020, None) and parse_year_range("-2024") == (None, 2024)

@@ -15,8 +15,8 @@ import pytest
 from conftest import ROOT, SAMPLE, paperchat_cmd
 
 from rag.errors import InputError
-from rag.index.catalog import PaperQuery, find_papers
 from rag.index.collections import Collections, check_name
+from rag.index.paper_query import PaperQuery, find_papers
 from rag.records import Paper
 
 

@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
 
 from bench import crash_loop
+from tests.support.data import DATASETS
 
-DATA = SHARED / "datasets"
+DATA = DATASETS
 needs_data = pytest.mark.requires_data(DATA / "cranfield" / "corpus.jsonl", DATA / "nips-2013-2015")
 
 

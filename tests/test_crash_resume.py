@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SAMPLE, SHARED, paperchat_cmd
+from conftest import ROOT, SAMPLE, paperchat_cmd
 
 from tests.helpers import store_problems
+from tests.support.data import NIPS
 
-NIPS13 = SHARED / "datasets" / "nips-2013-2015" / "NIPS13_paper.csv"
+NIPS13 = NIPS / "NIPS13_paper.csv"
 
 
 def _ingest_until_batches(path: Path, batches: int, env: dict[str, str]) -> int:

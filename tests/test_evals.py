@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, STUB_KEY, paperchat_cmd
+from conftest import STUB_KEY, paperchat_cmd
 
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from evals.compare import compare, to_markdown  # noqa: E402
-from evals.feedback import export_feedback  # noqa: E402
-from evals.gate import check, load_thresholds  # noqa: E402
-from evals.judge import Judge, parse_verdict  # noqa: E402
-from evals.report import load_report, ordered_rows, write_report  # noqa: E402
-from evals.run import case_metrics, score_case, split_summaries, summarise, verdict  # noqa: E402
-from evals.sets import (  # noqa: E402
+from evals.compare import compare, to_markdown
+from evals.feedback import export_feedback
+from evals.gate import check, load_thresholds
+from evals.judge import Judge, parse_verdict
+from evals.report import load_report, ordered_rows, write_report
+from evals.run import case_metrics, score_case, split_summaries, summarise, verdict
+from evals.sets import (
     SEED,
     SETS_DIR,
     Case,
@@ -30,12 +26,12 @@ from evals.sets import (  # noqa: E402
     resolve_gold,
     set_corpus,
 )
-from rag.answer import Answer, Citation  # noqa: E402
-from rag.config import get_settings  # noqa: E402
-from rag.errors import InputError  # noqa: E402
-from rag.qa.prompts import CANNOT_ANSWER  # noqa: E402
-from rag.records import StoredPaper  # noqa: E402
-from rag.resources import sample_corpus  # noqa: E402
+from rag.answer import Answer, Citation
+from rag.config import get_settings
+from rag.errors import InputError
+from rag.qa.prompts import CANNOT_ANSWER
+from rag.records import StoredPaper
+from rag.resources import sample_corpus
 
 
 def cite(n: int, pid: str, supported: bool = True) -> Citation:

@@ -20,16 +20,14 @@ import openai
 import pytest
 from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `pytest` (unlike `python -m pytest`) does not put the repo root on sys.path
-    sys.path.insert(0, str(ROOT))
-
-from tests.fakes.openai_server import (  # noqa: E402
+from tests.fakes.openai_server import (
     FakeOpenAIServer,
     count_tokens,
     fake_embedding,
     split_into_pieces,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 API_KEY = "sk-test-key"
 MODEL = "stub-model"

@@ -6,28 +6,21 @@ from __future__ import annotations
 
 import html
 import re
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import SAMPLE
+from conftest import STUB_KEY as KEY
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from conftest import STUB_KEY as KEY  # noqa: E402
-
-from bench.servers import free_port  # noqa: E402
-from rag.answer import Answer  # noqa: E402
-from rag.config import get_settings  # noqa: E402
-from rag.errors import UpstreamError  # noqa: E402
-from rag.qa.chain import AnswerChain  # noqa: E402
-from rag.runtime import Runtime  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+from rag.answer import Answer
+from rag.config import get_settings
+from rag.errors import UpstreamError
+from rag.qa.chain import AnswerChain
+from rag.runtime import Runtime
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.support.servers import free_port
 
 EPPO_FILE = next(p for p in SAMPLE if p.name.startswith("003_"))  # the EPPO paper is in this file
 # Not a follow-up (enough topic terms of its own), so no condense request takes a queued fault.

@@ -16,15 +16,13 @@ from typing import Any
 import pytest
 from conftest import SAMPLE
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from rag.config import get_settings
+from rag.errors import UpstreamError
+from rag.index.store import ChromaStore
+from rag.qa.chain import AnswerChain
+from tests.support.servers import ChromaServer, free_port
 
-from bench.servers import ChromaServer, free_port  # noqa: E402
-from rag.config import get_settings  # noqa: E402
-from rag.errors import UpstreamError  # noqa: E402
-from rag.index.store import ChromaStore  # noqa: E402
-from rag.qa.chain import AnswerChain  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 EPPO_FILE = next(p for p in SAMPLE if p.name.startswith("003_"))
 QUESTION = "What does the EPPO algorithm penalize when training reward models for RLHF?"

@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from conftest import SAMPLE
+from conftest import STUB_KEY as KEY
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from conftest import STUB_KEY as KEY  # noqa: E402
-
-from bench.servers import free_port  # noqa: E402
-from rag import tokens  # noqa: E402
-from rag.config import LLMSettings  # noqa: E402
-from rag.errors import ConfigError, UpstreamError  # noqa: E402
-from rag.ingest import loaders  # noqa: E402
-from rag.qa.generate import Generation, GenerationInput  # noqa: E402
-from rag.qa.generate.llm import LLMGenerator, fit_sources  # noqa: E402
-from rag.qa.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD  # noqa: E402
-from rag.qa.retrieval import PaperHit  # noqa: E402
-from rag.records import StoredPaper  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+from rag import tokens
+from rag.config import LLMSettings
+from rag.errors import ConfigError, UpstreamError
+from rag.ingest import loaders
+from rag.qa.generate import Generation, GenerationInput
+from rag.qa.generate.llm import LLMGenerator, fit_sources
+from rag.qa.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD
+from rag.qa.retrieval import PaperHit
+from rag.records import StoredPaper
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.support.servers import free_port
 
 REPLY = "EPPO penalizes the increase in energy loss in the final layer [1]."
 

@@ -30,6 +30,7 @@ from bench.injection import (
 )
 from rag.qa.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD
 from tests.conftest import SAMPLE
+from tests.support.data import CRANFIELD_CORPUS, NIPS
 
 CASES = build_cases()
 TUNED = [c for c in CASES if c.kind == "abstract" and not c.held_out]
@@ -239,10 +240,7 @@ def test_payload_terms_are_the_papers_together_and_each_paper_is_read_once() -> 
     assert _paper_terms.cache_info().hits >= hits + 4
 
 
-_SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
-@pytest.mark.requires_data(_SHARED / "nips-2013-2015", _SHARED / "cranfield" / "corpus.jsonl")
+@pytest.mark.requires_data(NIPS, CRANFIELD_CORPUS)
 def test_detector_false_positives_on_neurips_and_cranfield(capsys: pytest.CaptureFixture[str]) -> None:
     import csv
 
@@ -251,10 +249,10 @@ def test_detector_false_positives_on_neurips_and_cranfield(capsys: pytest.Captur
 
     csv.field_size_limit(10**9)
     texts = []
-    for f in sorted((_SHARED / "nips-2013-2015").glob("*.csv")):
+    for f in sorted(NIPS.glob("*.csv")):
         with f.open(newline="", encoding="utf-8") as fh:
             texts += [r.get("Abstract") or "" for r in csv.DictReader(fh)]
-    with (_SHARED / "cranfield" / "corpus.jsonl").open(encoding="utf-8") as fh:
+    with CRANFIELD_CORPUS.open(encoding="utf-8") as fh:
         texts += [json.loads(line).get("text") or "" for line in fh]
     n = flagged = 0
     examples = []

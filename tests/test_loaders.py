@@ -11,13 +11,12 @@ import pytest
 from rag.errors import InputError
 from rag.ingest.loaders import FORMATS, LoadResult, RecordProblem, detect_format, iter_records, load
 from rag.records import Paper
+from tests.support.data import CRANFIELD, CRANFIELD_CORPUS, NIPS
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "loaders"
 SAMPLES = sorted((ROOT / "data" / "sample").glob("*.txt"))
-DATASETS = next((p for p in (ROOT.parent / "shared" / "datasets", Path("/work/shared/datasets")) if p.is_dir()),
-                ROOT.parent / "shared" / "datasets")
-needs_datasets = pytest.mark.requires_data(DATASETS / "nips-2013-2015", DATASETS / "cranfield" / "corpus.jsonl")
+needs_datasets = pytest.mark.requires_data(NIPS, CRANFIELD_CORPUS)
 
 
 def by_line(result: LoadResult) -> dict[int, Paper]:
@@ -349,7 +348,7 @@ def test_fmt_override_reads_snapshot_as_plain_jsonl() -> None:
 
 @needs_datasets
 def test_nips_csvs_load_without_mapping() -> None:
-    files = sorted((DATASETS / "nips-2013-2015").glob("*.csv"))
+    files = sorted(NIPS.glob("*.csv"))
     results = [load(f) for f in files]
     assert [len(r.papers) for r in results] == [360, 411, 403]
     assert sum(len(r.papers) for r in results) == 1174 and all(not r.problems for r in results)
@@ -376,7 +375,7 @@ def test_beir_fixture() -> None:
 
 @needs_datasets
 def test_cranfield_corpus() -> None:
-    r = load(DATASETS / "cranfield")
+    r = load(CRANFIELD)
     # 1,400 documents; two have an empty text and are reported, not loaded.
     assert len(r.papers) + len(r.problems) == 1400
     assert len(r.papers) == 1398 and [(x.line, x.reason) for x in r.problems] == [(471, "no abstract"),

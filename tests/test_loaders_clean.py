@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.index.catalog import PaperQuery, find_papers
+from rag.index.paper_query import PaperQuery, find_papers
 from rag.ingest import loaders
 from rag.records import StoredPaper
 

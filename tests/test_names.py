@@ -8,15 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
 
 from rag.config import get_settings
 from rag.qa.chain import AnswerChain
 from rag.qa.generate.names import mentioned, missing_terms, specific_terms
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.runtime import Runtime
+from tests.support.data import NIPS
 
-NIPS = SHARED / "datasets" / "nips-2013-2015"
 OOC_06 = "What BLEU score do Transformer models reach on WMT14 English-German translation?"
 
 

@@ -4,25 +4,18 @@ policy, the mapping of client errors to paperchat's, and the judge going through
 from __future__ import annotations
 
 import socket
-import sys
 import time
-from pathlib import Path
 
 import openai
 import pytest
+from conftest import STUB_KEY as KEY
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from conftest import STUB_KEY as KEY  # noqa: E402
-
-from evals.judge import Judge  # noqa: E402
-from rag.answer import Answer, Citation  # noqa: E402
-from rag.config import LLMSettings, Settings  # noqa: E402
-from rag.errors import ConfigError, UpstreamError  # noqa: E402
-from rag.openai_client import Endpoint, judge_endpoint, llm_endpoint  # noqa: E402
-from tests.fakes.openai_server import FakeOpenAIServer  # noqa: E402
+from evals.judge import Judge
+from rag.answer import Answer, Citation
+from rag.config import LLMSettings, Settings
+from rag.errors import ConfigError, UpstreamError
+from rag.openai_client import Endpoint, judge_endpoint, llm_endpoint
+from tests.fakes.openai_server import FakeOpenAIServer
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 

@@ -7,28 +7,25 @@ alone would put it first."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE, SHARED
+from conftest import SAMPLE
+
+from evals.gate import check, load_thresholds
+from evals.run import run_eval
+from evals.sets import SEED, load_set
+from rag.config import get_settings
+from rag.index.paper_query import PaperQuery
+from rag.qa.chain import AnswerChain
+from rag.qa.retrieval import Retriever
+from rag.runtime import Runtime
+from tests.support.data import NIPS
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from evals.gate import check, load_thresholds  # noqa: E402
-from evals.run import run_eval  # noqa: E402
-from evals.sets import SEED, load_set  # noqa: E402
-from rag.config import get_settings  # noqa: E402
-from rag.index.catalog import PaperQuery  # noqa: E402
-from rag.qa.chain import AnswerChain  # noqa: E402
-from rag.qa.retrieval import Retriever  # noqa: E402
-from rag.runtime import Runtime  # noqa: E402
-
-NIPS = SHARED / "datasets" / "nips-2013-2015"
 THRESHOLDS = ROOT / "evals" / "thresholds-distractors.toml"
 pytestmark = pytest.mark.requires_data(NIPS)
 

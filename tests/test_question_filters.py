@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.index.catalog import PaperQuery
+from rag.index.paper_query import PaperQuery
 from rag.qa import question_filters
 from rag.qa.question_filters import FilterCatalog, catalog_for, merge_filters, parse_question
 from rag.records import StoredPaper

@@ -168,7 +168,7 @@ def test_a_killed_ray_ingest_resumes_to_exact_counts(ray_cluster: str, plain: Pa
 
 
 def test_a_ray_address_nobody_answers_is_a_clear_error_and_stores_nothing(tmp_path: Path) -> None:
-    from bench.servers import free_port
+    from tests.support.servers import free_port
 
     home = tmp_path / "home"
     res = subprocess.run(paperchat_cmd("ingest", "--ray", f"127.0.0.1:{free_port()}", str(SAMPLE[0])),

@@ -12,8 +12,8 @@ import pytest
 from conftest import SAMPLE
 
 from rag.analysis import analyze
-from rag.index.catalog import PaperQuery
 from rag.index.lexical import paper_text
+from rag.index.paper_query import PaperQuery
 from rag.qa.retrieval import Retriever, rrf, score_fusion
 from tests.helpers import chunk_ids
 

@@ -1,7 +1,7 @@
 """Authenticated and hosted Chroma: server mode with a token, and cloud mode on CloudClient, with real Chroma.
 
 `chroma run` (Chroma 1.x, the Rust server) has no token authentication of its own, so the server here is a real
-`chroma run` behind bench.servers.TokenGate on 127.0.0.1, which admits a request only with the token and refuses
+`chroma run` behind tests.support.servers.TokenGate on 127.0.0.1, which admits a request only with the token and refuses
 it the way Chroma's token authentication did (403 AuthError). Cloud mode is pointed at the same gate
 (`store.cloud_url`, CloudClient's own host override) or at closed and silent loopback ports: no test here resolves a
 name other than loopback, which the `loopback_only` fixture enforces.
@@ -13,7 +13,6 @@ import logging
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,14 +22,12 @@ import pytest
 from conftest import SAMPLE, paperchat_cmd
 from pydantic import ValidationError
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from rag.config import get_settings
+from rag.errors import ConfigError, UpstreamError
+from rag.index.store import ChromaStore
+from tests.support.servers import ChromaServer, free_port
 
-from bench.servers import ChromaServer, free_port  # noqa: E402
-from rag.config import get_settings  # noqa: E402
-from rag.errors import ConfigError, UpstreamError  # noqa: E402
-from rag.index.store import ChromaStore  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TOKEN = "pc-test-token-7f3a9c"  # noqa: S105 - a test secret, searched for in every output below
 KEY = "ck-test-key-4be21d"

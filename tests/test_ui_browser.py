@@ -13,8 +13,8 @@ from typing import Any
 import bibtexparser
 import pytest
 
-from bench.servers import free_port
 from tests.conftest import ROOT
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.browser
 

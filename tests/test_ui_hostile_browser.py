@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bench.servers import free_port
+from tests.support.servers import free_port
 from tests.test_ui_browser import ARTIFACTS, CHROMIUM, EVIL, ask, assert_inert, debian_chromium, shot
 
 pytestmark = pytest.mark.browser

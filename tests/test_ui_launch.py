@@ -9,9 +9,9 @@ import gradio as gr
 import httpx
 import pytest
 
-from bench.servers import free_port
 from rag.config import get_settings
 from rag.errors import InputError
+from tests.support.servers import free_port
 from ui.app import launch, launch_kwargs, queue_kwargs
 
 

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from conftest import ROOT
 
-from bench.servers import free_port
+from tests.support.servers import free_port
 
 QUESTION = "What is the energy loss phenomenon in RLHF?"
 

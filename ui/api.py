@@ -46,7 +46,7 @@ from rag import limits
 from rag.answer import Answer
 from rag.config import Settings
 from rag.errors import BudgetExceeded, ConfigError, EmptyLibrary, InputError, PaperchatError, UpstreamError
-from rag.index.catalog import parse_year_range
+from rag.index.paper_query import parse_year_range
 from rag.qa.generate import Mode
 from ui import library
 from ui.library import Library

@@ -16,7 +16,7 @@ import gradio as gr
 from rag.answer import Answer
 from rag.config import Settings
 from rag.errors import ConfigError, EmptyLibrary, InputError, PaperchatError
-from rag.index.catalog import PaperQuery, find_papers
+from rag.index.paper_query import PaperQuery, find_papers
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain, resolve_mode
 from rag.resources import sample_dir

@@ -22,8 +22,8 @@ from typing import Any
 from rag.answer import Answer, Citation, closest_line
 from rag.config import Settings
 from rag.errors import InputError
-from rag.index.catalog import PaperQuery, find_papers, scoped
 from rag.index.collections import check_name
+from rag.index.paper_query import PaperQuery, find_papers, scoped
 from rag.index.store import ChromaStore
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain
@@ -86,7 +86,7 @@ def query_from(filters: dict[str, Any] | None) -> PaperQuery | None:
 
 
 def resolve(runtime: Runtime, q: PaperQuery | None) -> PaperQuery | None:
-    """``q`` with its collection's members as paper ids (``rag.index.catalog.scoped``), for the routes that
+    """``q`` with its collection's members as paper ids (``rag.index.paper_query.scoped``), for the routes that
     search or list without the answer chain (which does this itself). An unknown collection is an
     ``InputError`` naming the known ones."""
     if q is None or not q.collection:

@@ -177,7 +177,7 @@ def stats_markdown(stats: dict[str, Any]) -> str:
 
 
 def library_rows(papers: Iterable[StoredPaper], memberships: dict[str, list[str]] | None = None) -> list[list[Any]]:
-    """Stored papers (``rag.index.catalog.find_papers``) → table rows of plain text, each led by its (unticked)
+    """Stored papers (``rag.index.paper_query.find_papers``) → table rows of plain text, each led by its (unticked)
     selection box; ``memberships``: paper id → the collections it is in."""
     member = memberships or {}
     rows = []

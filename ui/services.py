@@ -22,7 +22,7 @@ from rag import limits
 from rag.answer import Answer
 from rag.config import LimitSettings
 from rag.errors import InputError
-from rag.index.catalog import PaperQuery
+from rag.index.paper_query import PaperQuery
 from rag.ingest import loaders
 from rag.ingest.pipeline import IngestReport
 from rag.qa.question_filters import FilterCatalog, catalog_for

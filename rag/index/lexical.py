@@ -257,7 +257,7 @@ class LexicalIndex:
                          year_from: int | None = None, year_to: int | None = None,
                          paper_ids: Iterable[str] | None = None) -> np.ndarray:
         """Positions of the papers matching every given condition — the same set Chroma's ``where`` of
-        ``rag.index.catalog.to_where`` selects (exact key in ``author_keys``/``category_keys``, year bounds,
+        ``rag.index.paper_query.to_where`` selects (exact key in ``author_keys``/``category_keys``, year bounds,
         ids), computed from the fields kept with the index instead of reading every matching row."""
         v = self._bm25
         n = len(self)

@@ -30,8 +30,8 @@ from langchain_core.runnables import RunnableLambda, RunnableSequence
 from rag.answer import Answer, filter_phrases
 from rag.config import Settings
 from rag.errors import ConfigError, EmptyLibrary, InputError, UpstreamError
-from rag.index.catalog import PaperQuery, scoped
 from rag.index.embeddings import WrappedEmbedder
+from rag.index.paper_query import PaperQuery, scoped
 from rag.limits import check_question
 from rag.qa.condense import (
     Condensed,

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag.analysis import TOKEN, analyze, fold
-from rag.index.catalog import PaperQuery
 from rag.index.filter_catalog import CatalogUnreadable, FilterCatalog, category_stem
 from rag.index.lexical import LexicalIndex
+from rag.index.paper_query import PaperQuery
 from rag.index.store import ChromaStore
 
 log = logging.getLogger(__name__)

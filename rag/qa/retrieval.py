@@ -19,9 +19,9 @@ import numpy as np
 
 from rag.analysis import analyze, name_key
 from rag.config import RetrievalSettings
-from rag.index.catalog import PaperQuery, to_where
 from rag.index.embeddings import Embedder
 from rag.index.lexical import LexicalIndex, paper_text
+from rag.index.paper_query import PaperQuery, to_where
 from rag.index.store import ChromaStore
 from rag.qa.evidence import entities
 from rag.records import StoredPaper

@@ -1,4 +1,4 @@
-"""Local servers for the benchmarks and the tests: a free port on 127.0.0.1, and a real ``chroma run``.
+"""Local servers for the tests and the benchmarks: a free port on 127.0.0.1, and a real ``chroma run``.
 
     with ChromaServer(tmp / "chroma") as chroma:      # a free port, ready once its heartbeat answers
         settings = get_settings(store={"mode": "server", "port": chroma.port})
