@@ -103,6 +103,7 @@ def test_statements_past_the_limit_are_left_to_the_rules(srv: Any) -> None:
     (lambda s: s.queue_reply('{"verdicts": [{"id": 1, "verdict": "supported", "quote": "EPPO pen'), "not the JSON"),
     (lambda s: s.queue_reply("I'm sorry, but I can't help with that."), "not the JSON"),
     (lambda s: s.queue_reply("", finish_reason="content_filter"), "refused"),
+    (lambda s: s.queue_reply('{"verdicts": [', finish_reason="length"), "cut off"),
     (lambda s: s.queue_fault("500"), "HTTP 500"),
     (lambda s: s.queue_fault("timeout", seconds=3), "timed out after 0.5 s"),
 ])

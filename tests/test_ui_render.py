@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from rag.answer import Answer, Citation, StatementCheck
+from rag.answer import Answer, Citation, StatementCheck, render_text
 from rag.errors import BudgetExceeded, InputError
 from rag.records import StoredPaper
 from ui import render, services
 from ui.export import bib_key, bibtex, conversation_markdown, conversation_scope, papers_markdown
+from ui.library import answer_text
 from ui.safe import MATH, inline, paper_links, safe_url
 
 HOSTILE = (
@@ -134,7 +135,8 @@ def verdict_answer() -> Answer:
     return answer("The key finding is strong [1]. The finding is weak <b>x</b> [2]. It also cures the common "
                   "cold [1].", citations=[cite(1, evidence=""), cite(2, title="Other")], statements=VERDICTS,
                   warnings=["contradicted: \u201cThe finding is weak <b>x</b>.\u201d", "removed citation [7]",
-                            "[1] may not support: \u201cIt also cures the common cold.\u201d (support 0.21)"])
+                            "[1] may not support: \u201cIt also cures the common cold.\u201d (support 0.21)",
+                            "[1] may not support: \u201cThe key finding is strong.\u201d"])  # the judge overruled it
 
 
 def test_each_verdict_is_shown_from_the_statement_fields() -> None:
@@ -156,6 +158,9 @@ def test_each_verdict_is_shown_from_the_statement_fields() -> None:
     assert '<strong>&#10003; Says:</strong> The key finding is strong.' in first and "pc-flag" not in first
     assert f'<mark class="pc-evidence">{SAYS}</mark>' in first and "Not in this abstract" in first
     assert "&#9888; Contradicts:" in second and "pc-card-contradicted" in second and "pc-flag" in second
+    # the terminal and the API's answer text flag the contradicted citation alone
+    for text in (render_text(verdict_answer()), answer_text(verdict_answer())):
+        assert text.count("(contradicted") == 1 and re.search(r"\[2\] Other.*\(contradicted", text), text
 
 
 def test_filters_warnings_and_errors_are_shown_escaped() -> None:

@@ -89,8 +89,9 @@ def verdict_markdown(st: StatementCheck) -> str:
 
 
 def shown_by_a_verdict(warning: str, statements: Sequence[StatementCheck]) -> bool:
-    """Whether ``warning`` is about a statement whose verdict is shown from its fields (it quotes the statement)."""
-    return any(s.verdict != "supported" and s.text[:60] in warning for s in statements)
+    """Whether ``warning`` is about a cited statement (it quotes it), whose verdict is shown from its fields
+    instead: the warnings say what the rules found, which an LLM judge may have overruled."""
+    return any(s.text[:60] in warning for s in statements)
 
 
 def answer_markdown(answer: Answer, turn: int = 0) -> str:
