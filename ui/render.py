@@ -75,7 +75,7 @@ def verdict_markdown(st: StatementCheck) -> str:
     sentence side by side; a statement not in the source as a quiet note; "" for a supported one (its card
     shows what says it)."""
     if st.verdict == "contradicted":
-        why = (f'<span class="pc-why-not">{inline(st.said, "chat")}</span>'
+        why = (f'<span class="pc-why-not">About: {inline(st.said, "chat")}</span>'
                if st.said and st.said.strip() != st.text.strip() else "")
         source = inline(st.source_says, "chat") if st.source_says else "<em>(no sentence quoted)</em>"
         return (f'<span class="pc-contradicted"><strong>&#9888; Contradicted by the cited abstract {_marks(st)}'
