@@ -5,8 +5,8 @@ Each table of the TOML file is a kind of figure, each key a minimum (``[latency_
 
     [pass_rate]            # by question type, and "overall"
     single = 0.9
-    [metrics]              # means of per-case metrics (see evals/run.py SUMMARY_METRICS)
-    fact_recall = 0.8
+    [metrics]              # means of per-case metrics (see evals/run.py SUMMARY_METRICS); the shares of
+    fact_recall = 0.8      # statements contradicted / not in the source (statement_*_rate) are maxima
     [answer]               # cannot_answer_accuracy, single_only_gold, filtered_refusal, follow_up_success …
                            # (false_refusal_rate is a maximum)
     cannot_answer_accuracy = 1.0
@@ -25,7 +25,7 @@ from rag.errors import InputError
 from rag.resources import resource_path
 
 THRESHOLDS = resource_path("evals", "thresholds.toml")
-MAXIMA = {"false_refusal_rate"}
+MAXIMA = {"false_refusal_rate", "statement_contradicted_rate", "statement_not_in_source_rate"}
 MAX_NAMED = 15
 
 
@@ -63,6 +63,8 @@ def _culprits(rows: list[dict[str, Any]], table: str, key: str, bound: float) ->
         return sorted(slow, key=lambda r: -r["timings"][stage])
     if table == "pass_rate":
         return [r for r in rows if r["ok"] is False and key in ("overall", r["type"])]
+    if table == "metrics" and key in MAXIMA:
+        return [r for r in rows if r["metrics"].get(key, 0.0) > 0.0]
     if table == "metrics":
         return [r for r in rows if r["metrics"].get(key, 1.0) < 1.0]
     if key == "cannot_answer_accuracy":

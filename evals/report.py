@@ -16,8 +16,9 @@ STATUS = {True: "pass", False: "FAIL", None: "unlabelled"}
 METRIC_NAMES = {
     "recall@k": "gold recall@k (retrieved)", "mrr@10": "MRR@10", "ndcg@10": "nDCG@10",
     "citation_validity": "citation validity", "citation_precision": "citation precision",
-    "citation_recall": "citation recall", "support_rate": "citation support (verifier)",
-    "fact_recall": "fact recall",
+    "citation_recall": "citation recall", "support_rate": "citations not contradicted (verifier)",
+    "statement_supported_rate": "statements supported", "statement_contradicted_rate": "statements contradicted",
+    "statement_not_in_source_rate": "statements not in the cited abstract", "fact_recall": "fact recall",
 }
 
 
@@ -38,6 +39,10 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str]]:
     out += [(f"{t} ({v['n']})", _pct(v["pass_rate"])) for t, v in s["by_type"].items()]
     out += [(METRIC_NAMES.get(k, k), _pct(v["mean"])) for k, v in s["metrics"].items()]
     out += [(k.replace("_", " "), _pct(v)) for k, v in s["answer"].items() if v is not None]
+    counts = s.get("statements") or {}
+    if any(counts.values()):
+        out.append(("statement verdicts", " / ".join(f"{counts.get(v, 0)} {v.replace('_', ' ')}" for v in
+                                                      ("supported", "contradicted", "not_in_source"))))
     for k, v in (s.get("judge") or {}).items():
         if isinstance(v, dict):
             out.append((f"judge {k.replace('_', ' ')} (n={v['n']})", _pct(v["mean"])))

@@ -3,7 +3,9 @@
 Per case: retrieval (recall@k, MRR@10, nDCG@10 of the gold papers among the retrieved ones), citations
 (validity: citations that point at a retrieved paper, counting those the verifier had to remove;
 precision and recall against gold, ALCE-style; support rate from the
-chain's verifier, and the count and share of cited statements it found unsupported), answer (fact recall,
+chain's verifier: the share of citations no statement contradicts), statements (each cited statement's verdict,
+read from ``Answer.statements``: the count and share supported, contradicted and not in the cited abstract, as the
+rules or the LLM judge gave them), answer (fact recall,
 cannot-answer on out-of-corpus questions, follow-up success,
 single-paper answers that cite the gold paper alone, the refusal floor under filters), latency per stage,
 and, when a judge is configured, LLM-judged faithfulness, relevance and citation support. Summaries are
@@ -33,13 +35,15 @@ from evals.sets import Case, in_store, resolve_gold
 from rag.answer import Answer
 from rag.index.paper_query import PaperQuery
 from rag.qa.chain import AnswerChain, Conversation
+from rag.qa.findings import VERDICTS
 from rag.qa.prompts import CANNOT_ANSWER
 
 log = logging.getLogger(__name__)
 
 FILTERED_TYPES = ("author", "category", "filter")  # case types whose question restricts the papers
 SUMMARY_METRICS = ("recall@k", "mrr@10", "ndcg@10", "citation_validity", "citation_precision", "citation_recall",
-                   "support_rate", "statement_support_rate", "fact_recall")
+                   "support_rate", "statement_supported_rate", "statement_contradicted_rate",
+                   "statement_not_in_source_rate", "fact_recall")
 
 
 def case_metrics(case: Case, gold: list[str | None], answer: Answer) -> dict[str, float]:
@@ -52,9 +56,10 @@ def case_metrics(case: Case, gold: list[str | None], answer: Answer) -> dict[str
         m["citation_validity"] = sum(c in set(retrieved) for c in cited) / (len(cited) + removed)
     if answer.citations:
         m["support_rate"] = sum(c.supported for c in answer.citations) / len(answer.citations)
-    if answer.statements:  # the verifier's verdict per cited statement (support score and claim checks)
-        m["unsupported_statements"] = sum(not s.supported for s in answer.statements)
-        m["statement_support_rate"] = 1 - m["unsupported_statements"] / len(answer.statements)
+    if answer.statements:  # each cited statement's verdict (the rules' or the LLM judge's), from its field
+        for v in VERDICTS:
+            m[f"statements_{v}"] = sum(s.verdict == v for s in answer.statements)
+            m[f"statement_{v}_rate"] = m[f"statements_{v}"] / len(answer.statements)
     known = [g for g in gold if g]
     if known and case.answerable:
         m["recall@k"] = recall_at_k(retrieved, known, len(retrieved) or 1)
@@ -146,7 +151,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if vals:
             metrics[name] = {"mean": round(mean(vals), 4), "n": len(vals)}
     out["metrics"] = metrics
-    out["unsupported_statements"] = sum(int(r["metrics"].get("unsupported_statements", 0)) for r in rows)
+    out["statements"] = {v: sum(int(r["metrics"].get(f"statements_{v}", 0)) for r in rows) for v in VERDICTS}
     ooc = [r for r in labelled if not r["answerable"]]
     ans = [r for r in labelled if r["answerable"]]
     fu = by_type.get("follow-up", [])

@@ -21,7 +21,7 @@ class Citation:
     abstract: str
     summary: str  # what the paper says about the question (1-2 sentences)
     evidence: str  # the abstract sentence(s) that best support the cited statements
-    supported: bool  # the cited statements are backed by the abstract
+    supported: bool  # no statement citing it is contradicted by the abstract (statements[].verdict says more)
     url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -65,15 +65,21 @@ class Answer:
         retrieved            list  {paper_id, score}, best first (score: fused retrieval score)
         timings              dict  milliseconds per stage (condense_ms, retrieve_ms, retrieve_*_ms,
                                    generate_ms, verify_ms) and total_ms
-        warnings             list  str: removed citations, unsupported statements, ignored filters, why an
+        warnings             list  str: removed citations, contradicted statements and ones not in the cited
+                                   abstract, a judge that was unavailable, ignored filters, why an
                                    answer is incomplete…
         closest              list  {paper_id, title}, best first: for the cannot-answer reply, the stored papers
                                    that came closest (not cited, so the user can rephrase); empty otherwise
-        statements           list  {text, cited, supported, why}: each cited statement (markers removed), the
-                                   [n] it cites, whether the cited abstracts say it (on topic, and numbers,
-                                   negation, direction and names agree), and why not (a supported one may
-                                   carry a "caution: …" the checks raised without ruling it out); a citation
-                                   is unsupported when any statement citing it is
+        statements           list  {text, cited, verdict, rule, said, source_says, supported, why}: each cited
+                                   statement (markers removed) and the [n] it cites; verdict: "supported" (a
+                                   cited abstract says it), "contradicted" (a cited abstract says otherwise) or
+                                   "not_in_source" (the cited abstracts do not say it); rule: what gave the
+                                   verdict (a rule family of the offline checks, "on_topic", or "llm" for the
+                                   LLM judge, verify.judge); said: what the statement says that the verdict is
+                                   about; source_says: the abstract sentence that says it or says otherwise
+                                   ("" when the source says nothing about it); supported (verdict ==
+                                   "supported") and why (the reasons, quoted) as before. A citation's
+                                   ``supported`` is false when a statement citing it is contradicted
     """
 
     question: str
@@ -113,6 +119,14 @@ class Answer:
         """Paper ids in citation order."""
         return [c.paper_id for c in self.citations]
 
+    @property
+    def contradicted(self) -> set[int]:
+        """The ``[n]`` cited by a statement whose verdict is "contradicted"; for an answer without statement
+        checks, the citations marked unsupported."""
+        if self.statements:
+            return {n for s in self.statements if s.verdict == "contradicted" for n in s.cited}
+        return {c.n for c in self.citations if not c.supported}
+
 
 def _authors_short(authors: list[str], n: int = 3) -> str:
     return ", ".join(authors[:n]) + (" et al." if len(authors) > n else "")
@@ -133,10 +147,11 @@ def render_text(answer: Answer, show_question: bool = True) -> str:
         lines += ["", closest_line(answer)]
     if answer.citations:
         lines += ["", "References:"]
+        flagged = answer.contradicted
         for c in answer.citations:
             meta = " · ".join(x for x in (_authors_short(c.authors), "; ".join(c.categories),
                                               str(c.year or "")) if x)
-            flag = "" if c.supported else "  (support unclear)"
+            flag = "  (contradicted: see the warnings)" if c.n in flagged else ""
             lines.append(f"  [{c.n}] {c.title}{flag}")
             if meta:
                 lines.append(f"      {meta}")

@@ -194,6 +194,20 @@ class LLMSettings(BaseModel):
                                                           "within a time cap (rag.openai_client's policy)")
 
 
+class VerifySettings(BaseModel):
+    """Who judges whether the cited abstracts say each cited statement (rag.qa.verify, rag.qa.llm_judge)."""
+
+    judge: Literal["auto", "rules", "llm"] = Field(
+        "auto", description="auto = the LLM judge for answers a model wrote when an LLM endpoint is configured "
+        "(llm.base_url), else the offline rules (an extractive answer quotes its abstracts: the rules suffice); "
+        "rules = the offline rules only; llm = the LLM judge for every answer (needs llm.base_url). When the LLM "
+        "judge fails (timeout, refusal, unparsable reply) the rules judge and a warning says so")
+    judge_timeout_s: float = Field(30.0, gt=0, le=600, description="timeout of the LLM judge's one call per answer "
+                                   "(one attempt, no retries: the answer is waiting and the rules stand in)")
+    judge_max_statements: int = Field(12, ge=1, le=100, description="cited statements the LLM judge checks in its "
+                                      "one call per answer; further statements keep the rules' verdict")
+
+
 class UISettings(BaseModel):
     host: str = Field("127.0.0.1", description="bind address; loopback unless you mean to expose it")
     port: int = Field(7860, ge=1, le=65535, description="HTTP port")
@@ -283,6 +297,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    verify: VerifySettings = Field(default_factory=VerifySettings)
     ui: UISettings = Field(default_factory=UISettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     evals: EvalSettings = Field(default_factory=EvalSettings)

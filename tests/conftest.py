@@ -55,6 +55,9 @@ def clean_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
         for key in [k for k in os.environ if k.startswith("PAPERCHAT_")]:
             mp.delenv(key)
         mp.setenv("PAPERCHAT_HOME", str(tmp_path_factory.mktemp("session-home")))
+        # The offline rules judge cited statements unless a test asks for the LLM judge (verify.judge): a stub's
+        # scripted replies go to the answers they script (tests/test_llm_judge.py drives the judge).
+        mp.setenv("PAPERCHAT_VERIFY__JUDGE", "rules")
         mp.chdir(tmp_path_factory.mktemp("session-cwd"))
         yield
 

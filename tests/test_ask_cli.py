@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, SAMPLE, paperchat_cmd
 
 from rag.config import get_settings
-from rag.qa.prompts import CANNOT_ANSWER
+from rag.qa.prompts import CANNOT_ANSWER, VERDICT_SYSTEM
 from rag.runtime import Runtime
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -65,24 +65,32 @@ def test_two_turns_of_one_conversation_as_json(home: Path, eppo_id: str) -> None
 
 
 def test_jsonl_batch_in_llm_mode_runs_fresh_conversations(home: Path, tmp_path: Path, eppo_id: str) -> None:
+    """Also the LLM judge end to end: with an endpoint and verify.judge = auto, each answer the model wrote is
+    judged in one more call, and ``statements[]`` carries its verdicts and quotes."""
     batch = tmp_path / "cases.jsonl"
     batch.write_text("\n".join(json.dumps(o) for o in [
         {"id": "ooc", "question": "What is the capital of Australia?"},
         {"id": "fu", "turns": ["What is the energy loss phenomenon in RLHF?", "What does it penalize?"]},
     ]) + "\n")
+    quote = "thereby mitigating reward hacking"
 
     def reply(body: dict) -> str:
         system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if system == VERDICT_SYSTEM:
+            return json.dumps({"verdicts": [
+                {"id": 1, "verdict": "supported", "quote": "which penalizes the increase in energy loss"},
+                {"id": 2, "verdict": "contradicted", "quote": quote, "said": "makes reward hacking worse"}]})
         if "standalone question" in system:
             return "What does the Energy loss-aware PPO algorithm (EPPO) penalize?"
         if "Australia" in user:
             return CANNOT_ANSWER
-        return "EPPO penalizes the increase in energy loss in the final layer [1]."
+        return ("EPPO penalizes the increase in energy loss in the final layer [1]. EPPO makes reward hacking "
+                "worse [1].")
 
     with FakeOpenAIServer(model="stub-model", api_key="sk-cli", responder=reply) as srv:
         out = ask(home, "--batch", str(batch), "--json", "--k", "3", "--author", "Yuchun Miao",
                   env={"PAPERCHAT_LLM__BASE_URL": srv.base_url, "PAPERCHAT_LLM__API_KEY": "sk-cli",
-                       "PAPERCHAT_LLM__MODEL": "stub-model"})
+                       "PAPERCHAT_LLM__MODEL": "stub-model", "PAPERCHAT_VERIFY__JUDGE": "auto"})
         requests = srv.chat_requests
     rows = lines(out)
     assert len(rows) == 3 and all(r["mode"] == "llm" and set(r) >= KEYS for r in rows)
@@ -91,8 +99,16 @@ def test_jsonl_batch_in_llm_mode_runs_fresh_conversations(home: Path, tmp_path: 
     assert rows[2]["standalone_question"].startswith("What does the Energy loss-aware PPO")  # the LLM's rewrite
     assert rows[2]["citations"][0]["paper_id"] == eppo_id and rows[2]["answerable"]
     assert all(r["filters"] == {"author": "Yuchun Miao"} for r in rows)
-    answers = [r for r in requests if "standalone question" not in r["messages"][0]["content"]]
+    judged = [r for r in requests if r["messages"][0]["content"] == VERDICT_SYSTEM]
+    answers = [r for r in requests if r not in judged and "standalone question" not in r["messages"][0]["content"]]
     assert len(answers) == 3 and all(r["messages"][-1]["content"].count("<source n=") == 1 for r in answers)
+    assert len(judged) == 2  # the two cited answers, once each; the refusal cites nothing to judge
+    good, bad = rows[2]["statements"]
+    assert set(good) == {"text", "cited", "supported", "why", "verdict", "rule", "said", "source_says"}
+    assert (good["verdict"], good["rule"], good["source_says"]) == (
+        "supported", "llm", "which penalizes the increase in energy loss")
+    assert (bad["verdict"], bad["rule"], bad["said"], bad["source_says"]) == (
+        "contradicted", "llm", "makes reward hacking worse", quote)
 
 
 def test_llm_mode_without_an_endpoint_says_what_to_set(home: Path) -> None:
@@ -126,3 +142,4 @@ def test_the_chain_and_the_api_report_an_empty_library(make_runtime, tmp_path: P
         chain.ask("What does EPPO penalize?")
     err = from_paperchat(caught.value)
     assert (err.status, err.code) == (409, "library_empty") and "paperchat ingest" in err.message
+

@@ -26,7 +26,7 @@ from evals.sets import (
     resolve_gold,
     set_corpus,
 )
-from rag.answer import Answer, Citation
+from rag.answer import Answer, Citation, StatementCheck
 from rag.config import get_settings
 from rag.errors import InputError
 from rag.qa.prompts import CANNOT_ANSWER
@@ -40,11 +40,13 @@ def cite(n: int, pid: str, supported: bool = True) -> Citation:
 
 
 def answer(text: str, cited: list[str], retrieved: list[str], warnings: list[str] | None = None,
-           unsupported: tuple[str, ...] = ()) -> Answer:
+           unsupported: tuple[str, ...] = (), verdicts: tuple[str, ...] = ()) -> Answer:
     return Answer(question="q", standalone_question="q", answer=text, answerable=bool(cited), mode="extractive",
                   citations=[cite(i + 1, p, p not in unsupported) for i, p in enumerate(cited)],
                   retrieved=[{"paper_id": p, "score": 1.0 / (i + 1)} for i, p in enumerate(retrieved)],
-                  timings={"retrieve_ms": 10.0, "total_ms": 20.0}, warnings=warnings or [])
+                  timings={"retrieve_ms": 10.0, "total_ms": 20.0}, warnings=warnings or [],
+                  statements=[StatementCheck(f"statement {i}", [1], v == "supported", verdict=v)  # type: ignore[arg-type]
+                              for i, v in enumerate(verdicts)])
 
 
 def refusal() -> Answer:
@@ -116,10 +118,13 @@ def test_an_out_of_corpus_case_is_scored_as_answerable_where_the_store_holds_its
 def test_case_metrics_by_hand() -> None:
     case = Case(id="m", type="multi", turns=["q"], gold=[{"id": "a"}, {"id": "b"}], facts=["alpha", "beta"])
     ans = answer("alpha [1] and more [2]", ["a", "x"], ["a", "x", "y", "b"],
-                 warnings=["removed citation [7]: there are only 4 sources"], unsupported=("x",))
+                 warnings=["removed citation [7]: there are only 4 sources"], unsupported=("x",),
+                 verdicts=("supported", "contradicted", "not_in_source", "supported"))
     m = case_metrics(case, ["a", "b"], ans)
     assert m["citation_validity"] == pytest.approx(2 / 3)  # two valid, one removed by the verifier
     assert m["support_rate"] == pytest.approx(1 / 2)
+    assert (m["statements_supported"], m["statements_contradicted"], m["statements_not_in_source"]) == (2, 1, 1)
+    assert m["statement_contradicted_rate"] == pytest.approx(1 / 4) and m["statement_supported_rate"] == 0.5
     assert m["citation_precision"] == pytest.approx(1 / 2) and m["citation_recall"] == pytest.approx(1 / 2)
     assert m["recall@k"] == pytest.approx(1.0) and m["mrr@10"] == pytest.approx(1.0)
     assert m["ndcg@10"] == pytest.approx((1 + 1 / 2.321928) / (1 + 1 / 1.584963), rel=1e-4)
@@ -147,7 +152,7 @@ def _rows() -> list[dict]:
     s = Case(id="s1", type="single", turns=["which?"], gold=[{"id": "a"}], facts=["alpha"])
     o = Case(id="o1", type="out-of-corpus", turns=["<script>alert(1)</script> cooking?"], answerable=False)
     r = Case(id="r1", type="single", turns=["unlabelled?"], needs_review=True)
-    return [score_case(s, ["a"], answer("beta [1]", ["b"], ["b", "a"]), {"a": "Paper A"}),
+    return [score_case(s, ["a"], answer("beta [1]", ["b"], ["b", "a"], verdicts=("contradicted",)), {"a": "Paper A"}),
             score_case(o, [], refusal(), {}),
             score_case(r, [], answer("x [1]", ["a"], ["a"]), {})]
 
@@ -162,6 +167,10 @@ def test_summary_and_failures_first() -> None:
     assert s["metrics"]["mrr@10"]["mean"] == pytest.approx(0.5)
     assert s["latency_ms"]["total_ms"]["p95"] == 20.0
     assert [r["id"] for r in ordered_rows(rows)] == ["s1", "r1", "o1"]
+    assert s["statements"] == {"supported": 0, "not_in_source": 0, "contradicted": 1}
+    assert s["metrics"]["statement_contradicted_rate"] == {"mean": 1.0, "n": 1}
+    (failure,) = check({"summary": s, "rows": rows}, {"metrics": {"statement_contradicted_rate": 0.0}})
+    assert failure.startswith("[metrics] statement_contradicted_rate = 1 > 0") and "s1: 'which?'" in failure
 
 
 def test_reports_are_written_self_contained_and_escaped(tmp_path: Path) -> None:

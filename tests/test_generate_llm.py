@@ -237,8 +237,11 @@ def test_a_flipped_claim_from_the_model_comes_back_unsupported_and_quoted(srv, m
     assert answer.mode == "llm" and answer.answerable and len(answer.citations) == 1
     assert not answer.citations[0].supported
     good, bad = answer.to_dict()["statements"]
-    assert good == {"text": "EPPO penalizes the increase in energy loss in the final layer.", "cited": [1],
-                    "supported": True, "why": ""}
+    assert set(good) == {"text", "cited", "supported", "why", "verdict", "rule", "said", "source_says"}
+    assert {k: good[k] for k in ("text", "cited", "supported", "why", "verdict", "rule")} == {
+        "text": "EPPO penalizes the increase in energy loss in the final layer.", "cited": [1], "supported": True,
+        "why": "", "verdict": "supported", "rule": ""}
     assert bad["text"] == "EPPO does not mitigate reward hacking." and not bad["supported"]
-    assert "mitigating" in bad["why"]
+    assert "mitigating" in bad["why"] and bad["verdict"] in ("contradicted", "not_in_source") and bad["rule"]
+    assert "mitigating reward hacking" in bad["source_says"]
     assert any("\u201cEPPO does not mitigate reward hacking.\u201d" in w for w in answer.warnings)

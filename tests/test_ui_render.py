@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from rag.answer import Answer, Citation
+from rag.answer import Answer, Citation, StatementCheck, render_text
 from rag.errors import BudgetExceeded, InputError
 from rag.records import StoredPaper
 from ui import render, services
 from ui.export import bib_key, bibtex, conversation_markdown, conversation_scope, papers_markdown
+from ui.library import answer_text
 from ui.safe import MATH, inline, paper_links, safe_url
 
 HOSTILE = (
@@ -109,16 +110,57 @@ def test_chat_markdown_of_hostile_answer_is_inert() -> None:
     assert "$x^2 &lt; y$" in md  # math kept for KaTeX, its HTML escaped
 
 
-def test_citations_link_to_cards_and_unsupported_ones_are_flagged() -> None:
+def test_citations_link_to_cards_and_contradicted_ones_are_flagged() -> None:
     a = answer("A [1]. B [2]. C [1, 2]. D [7].",
                citations=[cite(1), cite(2, supported=False, title="Shaky")])
     md = render.answer_markdown(a, turn=0)
     audit = Audit(chat_html(md))
     assert audit.hrefs() == ["#pc-card-0-1", "#pc-card-0-2", "#pc-card-0-1", "#pc-card-0-2"]
-    assert md.count("pc-unsupported") == 2 and "&#9888;" in md
+    assert md.count("pc-contradicted-cite") == 2 and "&#9888;" in md  # no statements: the citation's flag
     assert "&#91;7&#93;" in md  # a number without a citation is shown, not linked
     card = render.card_html(a.citations[1], 0)
-    assert "pc-flag" in card and "support unclear" in card and "pc-card-unsupported" in card
+    assert "pc-flag" in card and "contradicted" in card and "pc-card-contradicted" in card
+
+
+SAYS = "The key finding is strong"
+VERDICTS = [
+    StatementCheck("The key finding is strong.", [1], True, verdict="supported", rule="llm", source_says=SAYS),
+    StatementCheck("The finding is weak <b>x</b>.", [2], False, why="weak vs strong", verdict="contradicted",
+                   rule="direction", said="weak vs strong", source_says="The key finding is strong."),
+    StatementCheck("It also cures the common cold.", [1], False, verdict="not_in_source", rule="on_topic"),
+]
+
+
+def verdict_answer() -> Answer:
+    return answer("The key finding is strong [1]. The finding is weak <b>x</b> [2]. It also cures the common "
+                  "cold [1].", citations=[cite(1, evidence=""), cite(2, title="Other")], statements=VERDICTS,
+                  warnings=["contradicted: \u201cThe finding is weak <b>x</b>.\u201d", "removed citation [7]",
+                            "[1] may not support: \u201cIt also cures the common cold.\u201d (support 0.21)",
+                            "[1] may not support: \u201cThe key finding is strong.\u201d"])  # the judge overruled it
+
+
+def test_each_verdict_is_shown_from_the_statement_fields() -> None:
+    md = render.answer_markdown(verdict_answer(), turn=0)
+    assert_inert(chat_html(md), {"p", "a", "span", "em", "strong", "br"}, anchors_only=True)
+    # contradicted: prominent, the statement and the source sentence side by side; only its citation flagged
+    block = re.search(r'<span class="pc-contradicted">.*?</span></span>', md, re.S)
+    assert block and "The answer says" in block.group(0) and "The abstract says" in block.group(0)
+    assert "The finding is weak &lt;b&gt;x&lt;/b&gt;." in block.group(0) and "The key finding is strong." in md
+    assert md.count("pc-contradicted-cite") == 1 and 'href="#pc-card-0-2" title="Contradicted' in md
+    # not in the source: a quiet note, never "does not support"
+    assert 'class="pc-absent">Not in the cited abstract &#91;1&#93;: \u201cIt also cures' in md
+    assert "support" not in md.replace("supported", "")
+    # the warnings about those statements are not repeated; the others are
+    assert md.count("pc-note") == 1 and "removed citation" in md
+    # a supported statement: on its card, with the sentence that says it, highlighted in the abstract
+    html = render.sources_html(verdict_answer(), turn=0)
+    first, second = html.split('<details')[1:]
+    assert '<strong>&#10003; Says:</strong> The key finding is strong.' in first and "pc-flag" not in first
+    assert f'<mark class="pc-evidence">{SAYS}</mark>' in first and "Not in this abstract" in first
+    assert "&#9888; Contradicts:" in second and "pc-card-contradicted" in second and "pc-flag" in second
+    # the terminal and the API's answer text flag the contradicted citation alone
+    for text in (render_text(verdict_answer()), answer_text(verdict_answer())):
+        assert text.count("(contradicted") == 1 and re.search(r"\[2\] Other.*\(contradicted", text), text
 
 
 def test_filters_warnings_and_errors_are_shown_escaped() -> None:
@@ -213,6 +255,16 @@ def test_conversation_markdown_has_one_reference_list() -> None:
     html = chat_html(md)
     assert_inert(html, {"h1", "h2", "p", "em", "strong", "ol", "li", "a", "blockquote", "span"})
     assert "<script" not in html and "<img" not in html
+
+
+def test_the_export_says_each_statements_verdict() -> None:
+    other = answer("Alpha [1].", citations=[cite(1, paper_id="h:other", title="Other first")])
+    md = conversation_markdown([other, verdict_answer()])
+    assert "- Supported [2]: “The key finding is strong.” — the abstract says: “The key finding is strong”" in md
+    assert "- Contradicted [3]: “The finding is weak &lt;b&gt;x&lt;/b&gt;.” — the abstract says otherwise" in md
+    assert "- Not in the cited abstract [2]: “It also cures the common cold.”" in md
+    assert md.count("> Note:") == 1  # the warnings quoting those statements are the verdicts above
+    assert_inert(chat_html(md), {"h1", "h2", "p", "em", "strong", "ol", "ul", "li", "a", "blockquote", "span"})
 
 
 def test_exports_name_their_scope() -> None:

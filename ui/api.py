@@ -7,7 +7,8 @@ Routes: ``POST /v1/chat/completions`` (OpenAI wire format, streamed as SSE or no
 ``filters``); an unknown one is a 400 naming the known ones.
 
 A chat answer's text keeps its ``[n]`` markers and ends with a references list; the structured turn
-(``Answer.to_dict()``: citations with ``supported``, warnings, filters, closest papers) travels in the extra
+(``Answer.to_dict()``: citations with ``supported``, statements with their ``verdict`` (supported | contradicted |
+not_in_source), ``rule``, ``said`` and ``source_says``, warnings, filters, closest papers) travels in the extra
 field ``paperchat`` of the message (and of the last stream chunk). A stream carries the *verified* text: the
 verifier renumbers and removes citations, so text streamed before it ran could cite numbers the references
 do not have; the answer is computed first and then sent in sentence-sized pieces.

@@ -38,10 +38,17 @@ CSS = """
 .pc-cite { text-decoration: none !important; font-weight: 600; color: var(--color-accent) !important;
   padding: 0 1px; white-space: nowrap; }
 .pc-cite:hover { text-decoration: underline !important; }
-.pc-cite.pc-unsupported { color: #b45309 !important; border-bottom: 1px dashed #b45309; }
+.pc-cite.pc-contradicted-cite { color: #b91c1c !important; border-bottom: 1px dashed #b91c1c; }
 .pc-filters { display: inline-block; font-size: .8em; padding: 1px 10px; border-radius: 999px;
   background: var(--background-fill-secondary); border: 1px solid var(--border-color-primary); }
 .pc-note { display: block; font-size: .82em; color: #92400e; }
+.pc-contradicted { display: block; margin: 6px 0; padding: 8px 12px; border-radius: 8px; border-left: 4px solid #dc2626;
+  background: #fef2f2; color: #7f1d1d; }
+.pc-side { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; margin-top: 4px; }
+.pc-side > span { display: block; }
+.pc-side em { display: block; font-size: .8em; font-style: normal; font-weight: 600; opacity: .75; }
+.pc-why-not { display: block; font-size: .8em; opacity: .8; margin-top: 4px; }
+.pc-absent { display: block; font-size: .8em; opacity: .6; }
 .pc-meta { display: block; font-size: .75em; opacity: .6; }
 .pc-error { color: #b91c1c; font-weight: 500; }
 .pc-cursor { opacity: .5; }
@@ -51,7 +58,10 @@ CSS = """
 .pc-card { border: 1px solid var(--border-color-primary); border-radius: 10px; margin: 0 0 8px 0;
   background: var(--background-fill-primary); transition: box-shadow .3s; }
 .pc-card[open] { box-shadow: 0 1px 6px rgba(0,0,0,.08); }
-.pc-card.pc-card-unsupported { border-color: #f59e0b; }
+.pc-card.pc-card-contradicted { border-color: #dc2626; }
+.pc-stmt { font-size: .9em; }
+.pc-stmt-contradicted { color: #b91c1c; }
+.pc-stmt-absent { opacity: .65; }
 .pc-card > summary { cursor: pointer; list-style: none; display: flex; gap: 10px; padding: 10px 12px;
   align-items: flex-start; }
 .pc-card > summary::-webkit-details-marker { display: none; }
@@ -61,7 +71,7 @@ CSS = """
 .pc-head { display: flex; flex-direction: column; gap: 2px; min-width: 0; }
 .pc-title { font-weight: 600; line-height: 1.3; }
 .pc-byline { font-size: .82em; opacity: .7; }
-.pc-flag { font-size: .72em; color: #92400e; background: #fef3c7; border-radius: 4px; padding: 0 6px;
+.pc-flag { font-size: .72em; color: #991b1b; background: #fee2e2; border-radius: 4px; padding: 0 6px;
   width: fit-content; }
 .pc-body { padding: 0 14px 10px 46px; font-size: .9em; }
 .pc-body p { margin: 6px 0; }

@@ -1,6 +1,7 @@
-"""Pure exports: a conversation as Markdown with one reference list, BibTeX of its cited papers, and a
-selection of the library (ticked papers or a collection) as a Markdown reading list or BibTeX. Each names its
-scope (the collection or selected papers it was asked within or drawn from) in its header."""
+"""Pure exports: a conversation as Markdown with one reference list (and each cited statement's verdict:
+supported, contradicted or not in the cited abstract), BibTeX of its cited papers, and a selection of the library
+(ticked papers or a collection) as a Markdown reading list or BibTeX. Each names its scope (the collection or
+selected papers it was asked within or drawn from) in its header."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from rag.answer import Answer, Citation
+from rag.answer import Answer, Citation, StatementCheck
 from rag.records import StoredPaper
-from ui.render import CITE, describe_filters, short_authors
+from ui.render import CITE, describe_filters, short_authors, shown_by_a_verdict
 from ui.safe import MATH, inline, paper_links
 
 
@@ -66,6 +67,19 @@ def _renumber(answer: Answer, numbers: dict[str, int]) -> str:
     return "".join(out)
 
 
+VERDICT_WORDS = {"supported": "Supported", "contradicted": "Contradicted", "not_in_source": "Not in the cited abstract"}
+
+
+def verdict_line(st: StatementCheck, local: dict[int, int]) -> str:
+    """One statement's verdict as a Markdown list item, its ``[n]`` in the export's numbering (``local``)."""
+    marks = "".join(f"[{local.get(n, n)}]" for n in st.cited)
+    line = f"- {VERDICT_WORDS[st.verdict]} {marks}: \u201c{inline(st.text, 'export')}\u201d"
+    if st.source_says and st.verdict != "not_in_source":
+        says = "says" if st.verdict == "supported" else "says otherwise"
+        line += f" \u2014 the abstract {says}: \u201c{inline(st.source_says, 'export')}\u201d"
+    return line
+
+
 def reference_markdown(g: int, c: Citation) -> str:
     """One numbered reference line (Markdown, escaped)."""
     parts = [f"**{inline(c.title or c.paper_id, 'export')}**"]
@@ -96,8 +110,12 @@ def conversation_markdown(answers: Sequence[Answer], exported_at: datetime | Non
         if applied:
             lines += [f"*Filters: {inline(applied, 'export')}*", ""]
         lines += [_renumber(a, numbers), ""]
+        if a.statements:
+            local = {c.n: numbers[c.paper_id] for c in a.citations}
+            lines += ["Statement checks:", "", *(verdict_line(st, local) for st in a.statements), ""]
         for w in a.warnings:
-            lines += [f"> Note: {inline(w, 'export')}", ""]
+            if not shown_by_a_verdict(w, a.statements):
+                lines += [f"> Note: {inline(w, 'export')}", ""]
     if papers:
         lines += ["## References", ""]
         lines += [reference_markdown(numbers[c.paper_id], c) for c in papers]

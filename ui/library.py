@@ -204,9 +204,10 @@ def answer_text(answer: Answer) -> str:
         parts.append(closest_line(answer))
     if answer.citations:
         refs = []
+        flagged = answer.contradicted
         for c in answer.citations:
             meta = ", ".join(x for x in (short_authors(c.authors), str(c.year or "")) if x)
-            flag = "" if c.supported else " (support unclear)"
+            flag = " (contradicted)" if c.n in flagged else ""
             refs.append(f"[{c.n}] {c.title}{f' — {meta}' if meta else ''}{flag} (id: {c.paper_id})")
         parts.append(_REF_HEAD + "\n" + "\n".join(refs))
     return "\n\n".join(parts)

@@ -306,8 +306,11 @@ def build_server(tools: PaperTools, warm: bool = True) -> Any:
         answering from memory whenever the question is about the papers in the library. Returns 'answer' (text
         with [n] markers; a cannot-answer reply when the papers do not say, with 'closest' papers), 'answerable',
         and 'citations': for each [n] its paper_id, title, authors, year, 'evidence' (the abstract sentence that
-        backs it) and 'supported' (false: the abstract may not back the statement; say so when relaying it).
-        Also 'warnings' and the 'filters' applied. Relay the [n] markers with the cited titles.
+        backs it) and 'supported' (false: a statement citing it is contradicted by the abstract). 'statements':
+        each cited statement with its 'verdict': 'supported', 'contradicted' (the abstract says otherwise:
+        'source_says' quotes it; say so when relaying the statement) or 'not_in_source' (the abstract does not
+        say it: relay it as unverified), and the 'rule' that decided. Also 'warnings' and the 'filters'
+        applied. Relay the [n] markers with the cited titles.
         Optional: author, category, year_from/year_to, paper_ids (only these papers), collection (only the
         papers of this named collection, from list_collections), k (papers retrieved, 1-50). Follow-ups: pass
         the 'conversation_id' of the previous answer, and 'it'/'that paper' resolve to the papers cited before."""

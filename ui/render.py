@@ -3,6 +3,11 @@
 No Gradio here: these functions take answer objects and return strings, and the tests feed them
 hostile input. Untrusted text goes through ``ui.safe.inline``; the only links are ones we build
 (``#card`` anchors, arXiv/DOI/http(s) URLs checked by ``ui.safe.safe_url``) and nothing renders images.
+
+Each cited statement's verdict is read from ``Answer.statements`` (never from warning text): a *contradicted*
+statement is shown prominently under the answer, the statement and the source sentence side by side, and its
+citations are flagged; one *not in the source* gets a quiet note; a *supported* one is listed on its paper's
+card with the sentence that says it, highlighted in the abstract.
 """
 
 from __future__ import annotations
@@ -11,13 +16,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from rag.answer import Answer, Citation, filter_phrases
+from rag.answer import Answer, Citation, StatementCheck, filter_phrases
 from rag.records import StoredPaper
 from rag.text import split_sentences
 from ui.safe import escape_html, inline, paper_links
 
 CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
-UNSUPPORTED_TITLE = "Support unclear: the cited abstract may not back this statement"
+CONTRADICTED_TITLE = "Contradicted: a statement citing this paper says otherwise than its abstract"
 
 
 def card_id(turn: int, n: int) -> str:
@@ -36,28 +41,57 @@ def describe_filters(filters: dict[str, Any]) -> str:
     return " · ".join(filter_phrases(filters))
 
 
-def _cite_link(c: Citation | None, n: int, turn: int) -> str:
+def _cite_link(c: Citation | None, n: int, turn: int, flagged: bool) -> str:
     if c is None:  # a number the verified answer does not define: shown, not linked
         return f"&#91;{n}&#93;"
     title = escape_html(c.title or c.paper_id)
-    if c.supported:
+    if not flagged:
         return f'<a class="pc-cite" href="#{card_id(turn, n)}" title="{title}">&#91;{n}&#93;</a>'
-    return (f'<a class="pc-cite pc-unsupported" href="#{card_id(turn, n)}" title="{UNSUPPORTED_TITLE}: {title}">'
-            f"&#91;{n}&#8201;&#9888;&#93;</a>")
+    return (f'<a class="pc-cite pc-contradicted-cite" href="#{card_id(turn, n)}" title="{CONTRADICTED_TITLE}: '
+            f'{title}">&#91;{n}&#8201;&#9888;&#93;</a>')
 
 
-def cited_markdown(text: str, citations: Iterable[Citation], turn: int) -> str:
-    """Answer text with every ``[n]`` (and ``[1, 2]``) turned into links to the turn's paper cards."""
+def cited_markdown(text: str, citations: Iterable[Citation], turn: int, flagged: set[int] | None = None) -> str:
+    """Answer text with every ``[n]`` (and ``[1, 2]``) turned into links to the turn's paper cards; those in
+    ``flagged`` (cited by a contradicted statement) carry a warning sign."""
     by_n = {c.n: c for c in citations}
     out: list[str] = []
     pos = 0
     for m in CITE.finditer(text):
         out.append(inline(text[pos:m.start()], "chat"))
         numbers = [int(x) for x in re.split(r"\s*[,;]\s*", m.group(1))]
-        out.append("".join(_cite_link(by_n.get(n), n, turn) for n in numbers))
+        out.append("".join(_cite_link(by_n.get(n), n, turn, n in (flagged or ())) for n in numbers))
         pos = m.end()
     out.append(inline(text[pos:], "chat"))
     return "".join(out)
+
+
+def _marks(st: StatementCheck) -> str:
+    return "".join(f"&#91;{int(n)}&#93;" for n in st.cited)
+
+
+def verdict_markdown(st: StatementCheck) -> str:
+    """One statement's verdict under the answer: a contradiction prominently, the statement and the source
+    sentence side by side; a statement not in the source as a quiet note; "" for a supported one (its card
+    shows what says it)."""
+    if st.verdict == "contradicted":
+        why = (f'<span class="pc-why-not">About: {inline(st.said, "chat")}</span>'
+               if st.said and st.said.strip() != st.text.strip() else "")
+        source = inline(st.source_says, "chat") if st.source_says else "<em>(no sentence quoted)</em>"
+        return (f'<span class="pc-contradicted"><strong>&#9888; Contradicted by the cited abstract {_marks(st)}'
+                f'</strong><span class="pc-side"><span class="pc-said"><em>The answer says</em> '
+                f'{inline(st.text, "chat")}</span><span class="pc-source-says"><em>The abstract says</em> {source}'
+                f"</span></span>{why}</span>")
+    if st.verdict == "not_in_source":
+        return (f'<span class="pc-absent">Not in the cited abstract {_marks(st)}: '
+                f'\u201c{inline(st.text, "chat")}\u201d</span>')
+    return ""
+
+
+def shown_by_a_verdict(warning: str, statements: Sequence[StatementCheck]) -> bool:
+    """Whether ``warning`` is about a cited statement (it quotes it), whose verdict is shown from its fields
+    instead: the warnings say what the rules found, which an LLM judge may have overruled."""
+    return any(s.text[:60] in warning for s in statements)
 
 
 def answer_markdown(answer: Answer, turn: int = 0) -> str:
@@ -66,11 +100,16 @@ def answer_markdown(answer: Answer, turn: int = 0) -> str:
     applied = describe_filters(answer.filters)
     if applied:
         parts.append(f'<span class="pc-filters">Filters: {inline(applied, "chat")}</span>')
-    parts.append(cited_markdown(answer.answer.strip(), answer.citations, turn))
+    parts.append(cited_markdown(answer.answer.strip(), answer.citations, turn, answer.contradicted))
+    order = {"contradicted": 0, "not_in_source": 1}
+    for st in sorted((s for s in answer.statements if s.verdict in order), key=lambda s: order[s.verdict]):
+        parts.append(verdict_markdown(st))
     if answer.closest:  # a refusal: what came closest, as plain titles (no links, no [n]) to rephrase toward
         titles = "; ".join(inline(c["title"] or c["paper_id"], "chat") for c in answer.closest)
         parts.append(f'<span class="pc-closest">Closest papers in the library: {titles}</span>')
     for w in answer.warnings:
+        if shown_by_a_verdict(w, answer.statements):
+            continue
         parts.append(f'<span class="pc-note">&#9888; {inline(w, "chat")}</span>')
     seconds = (answer.timings or {}).get("total_ms", 0.0) / 1000
     meta = f"{inline(answer.mode, 'chat')} answer · {seconds:.2f} s"
@@ -90,10 +129,11 @@ def notice_markdown(message: str) -> str:
     return f'<span class="pc-error">&#9888; {inline(message, "chat")}</span>'
 
 
-def evidence_spans(abstract: str, evidence: str) -> list[tuple[int, int]]:
-    """Where the evidence sentences occur in the abstract (whitespace-insensitive), merged and sorted."""
+def evidence_spans(abstract: str, *evidence: str) -> list[tuple[int, int]]:
+    """Where the evidence sentences (or quoted parts of sentences) occur in the abstract (whitespace-insensitive),
+    merged and sorted."""
     spans: list[tuple[int, int]] = []
-    for sentence in split_sentences(evidence or ""):
+    for sentence in (s for text in evidence for s in split_sentences(text or "")):
         words = sentence.split()
         if len(words) < 3:
             continue
@@ -109,11 +149,11 @@ def evidence_spans(abstract: str, evidence: str) -> list[tuple[int, int]]:
     return merged
 
 
-def highlighted_abstract(abstract: str, evidence: str) -> str:
-    """The abstract as HTML with its evidence sentences in ``<mark>``."""
+def highlighted_abstract(abstract: str, *evidence: str) -> str:
+    """The abstract as HTML with its evidence sentences (and the quotes that say a statement) in ``<mark>``."""
     out: list[str] = []
     pos = 0
-    for s, e in evidence_spans(abstract, evidence):
+    for s, e in evidence_spans(abstract, *evidence):
         out.append(inline(abstract[pos:s], "html"))
         out.append(f'<mark class="pc-evidence">{inline(abstract[s:e], "html")}</mark>')
         pos = e
@@ -128,10 +168,27 @@ def _links_html(c: Citation) -> str:
     return " · ".join(links)
 
 
-def card_html(c: Citation, turn: int, open_: bool = False) -> str:
-    """One paper card: a ``<details>`` whose summary line is number, title and authors."""
-    flag = (f'<span class="pc-flag" title="{UNSUPPORTED_TITLE}">&#9888; support unclear</span>'
-            if not c.supported else "")
+_CARD_VERDICT = {"supported": ("pc-stmt-supported", "&#10003; Says"),
+                 "contradicted": ("pc-stmt-contradicted", "&#9888; Contradicts"),
+                 "not_in_source": ("pc-stmt-absent", "Not in this abstract")}
+
+
+def statement_html(st: StatementCheck) -> str:
+    """A statement citing a card's paper, on the card: its verdict, the statement and the sentence that says it
+    (or says otherwise)."""
+    cls, head = _CARD_VERDICT[st.verdict]
+    quote = (f' <span class="pc-source-says">&#8212; \u201c{inline(st.source_says, "html")}\u201d</span>'
+             if st.source_says and st.verdict != "not_in_source" else "")
+    return f'<p class="pc-stmt {cls}"><strong>{head}:</strong> {inline(st.text, "html")}{quote}</p>'
+
+
+def card_html(c: Citation, turn: int, open_: bool = False, statements: Sequence[StatementCheck] = (),
+              flagged: bool | None = None) -> str:
+    """One paper card: a ``<details>`` whose summary line is number, title and authors; ``statements``: the
+    answer's statements citing this paper, listed with their verdicts; ``flagged``: a statement citing it is
+    contradicted (default: the citation is marked unsupported)."""
+    flagged = not c.supported if flagged is None else flagged
+    flag = f'<span class="pc-flag" title="{CONTRADICTED_TITLE}">&#9888; contradicted</span>' if flagged else ""
     meta = " · ".join(x for x in (short_authors(c.authors), str(c.year or "")) if x)
     cats = "".join(f'<span class="pc-chip">{inline(cat, "html")}</span>' for cat in c.categories if cat)
     summary = (f'<summary><span class="pc-n">{int(c.n)}</span><span class="pc-head">'
@@ -144,9 +201,11 @@ def card_html(c: Citation, turn: int, open_: bool = False) -> str:
         body.append(f'<p class="pc-why"><strong>On your question:</strong> {inline(c.summary, "html")}</p>')
     if len(c.authors) > 3:
         body.append(f'<p class="pc-authors">{inline(", ".join(c.authors), "html")}</p>')
-    body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "", c.evidence or "")}</p>')
+    body += [statement_html(st) for st in statements]
+    says = [st.source_says for st in statements if st.verdict == "supported"]
+    body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "", c.evidence or "", *says)}</p>')
     body.append(f'<p class="pc-links">{_links_html(c)}</p></div>')
-    cls = "pc-card" + ("" if c.supported else " pc-card-unsupported")
+    cls = "pc-card" + (" pc-card-contradicted" if flagged else "")
     return (f'<details class="{cls}" id="{card_id(turn, c.n)}"{" open" if open_ else ""}>'
             + summary + "".join(body) + "</details>")
 
@@ -161,7 +220,9 @@ def sources_html(answer: Answer | None, turn: int = 0) -> str:
     n = len(answer.citations)
     head = (f'<p class="pc-sources-head">{n} paper{"s" if n != 1 else ""} cited for '
             f'<em>{inline(answer.question, "html")}</em> · open a card for its abstract</p>')
-    cards = "".join(card_html(c, turn) for c in answer.citations)
+    flagged = answer.contradicted
+    cards = "".join(card_html(c, turn, statements=[s for s in answer.statements if c.n in s.cited],
+                              flagged=c.n in flagged) for c in answer.citations)
     return f'<div class="pc-sources">{head}{cards}</div>'
 
 

@@ -9,7 +9,8 @@ LangChain runnables (listed together in ``AnswerChain.__init__``):
     retrieve  the papers for it (rag.qa.retrieval); a follow-up keeps the paper under discussion first
     generate  answer text with [n] markers, extractive or by an LLM (rag.qa.generate)
     guard     sentences obeying an instruction planted in a paper or the question dropped (rag.qa.injection)
-    verify    citations checked against the cited abstracts and renumbered (rag.qa.verify)
+    verify    citations checked against the cited abstracts and renumbered (rag.qa.verify); each cited
+              statement judged by the rules, or by the LLM judge when ``verify.judge`` picks it (rag.qa.llm_judge)
     answer    the ``Answer``, with its timings and warnings
 
 ``AnswerChain.stream`` is the one driver: it yields the answer text as it is produced, then the ``Answer``;
@@ -44,9 +45,11 @@ from rag.qa.condense import (
     prefer_previous,
 )
 from rag.qa.evidence import EvidenceIndex, QuestionScorer, content_terms
+from rag.qa.findings import Judge
 from rag.qa.generate import Generation, GenerationInput, Generator, Mode
 from rag.qa.generate.extractive import ExtractiveGenerator
 from rag.qa.injection import guard_stream
+from rag.qa.llm_judge import LLMJudge, uses_llm_judge
 from rag.qa.question_filters import catalog_for, filters_dict, mentions_collection, merge_filters, parse_question
 from rag.qa.retrieval import PaperHit, Retriever
 from rag.qa.verify import Verified, verify
@@ -156,6 +159,8 @@ class AnswerChain:
         self.retriever = Retriever(runtime.store, _MemoEmbedder(exact), runtime.lexical, runtime.settings.retrieval)
         self.extractive = ExtractiveGenerator(self.evidence)
         self._llm: LLMGenerator | None = None
+        self._judge: LLMJudge | None = None
+        uses_llm_judge(self.settings, "llm")  # verify.judge = llm without an endpoint fails here, not after an answer
         # The stages of a turn, in order. generate and guard set up the answer text without producing it:
         # `stream` runs it between the two halves, passing its pieces on as they come.
         self.until_text: RunnableSequence[TurnState, TurnState] = RunnableSequence(
@@ -201,6 +206,15 @@ class AnswerChain:
     def resolve_mode(self, mode: str | None) -> Mode:
         """The requested mode, else llm when an endpoint is configured, else extractive."""
         return resolve_mode(self.settings, mode)
+
+    def verdict_judge(self, mode: Mode) -> Judge | None:
+        """The judge of cited statements besides the rules that ``verify.judge`` picks for an answer written in
+        ``mode``: the LLM judge (built on first use), or None for the rules alone."""
+        if not uses_llm_judge(self.settings, mode):
+            return None
+        if self._judge is None:
+            self._judge = LLMJudge.from_settings(self.settings)
+        return self._judge
 
     def _llm_generator(self) -> LLMGenerator:
         if self._llm is None:
@@ -292,7 +306,7 @@ class AnswerChain:
         t0 = time.perf_counter()
         gen = state.generation
         assert gen is not None
-        checked = verify(gen, self.evidence)
+        checked = verify(gen, self.evidence, self.verdict_judge(state.mode))
         if gen.incomplete and not checked.answerable:
             # The stream broke before the model cited anything: there is no verified part to show, and the
             # cannot-answer sentence would blame the papers for an outage.

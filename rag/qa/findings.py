@@ -71,9 +71,11 @@ class JudgeUnavailable(Exception):
 class Judge(Protocol):
     """Gives each claim of one answer its findings, in one go (an LLM judge makes one batched call per answer).
 
-    Returns one list per claim, in order: empty for a statement with nothing to report. A finding with verdict
-    "supported" quotes what says it (``source_says``). Raises ``JudgeUnavailable`` when it cannot judge."""
+    Returns one entry per claim, in order: a list of findings (empty for a statement with nothing to report), or
+    ``None`` when it has no verdict for that claim (its quote is not in the source, it skipped the claim), so
+    the rules' verdict stands. A finding with verdict "supported" quotes what says it (``source_says``). Raises
+    ``JudgeUnavailable`` when it cannot judge at all."""
 
     name: str
 
-    def judge(self, claims: Sequence[Claim]) -> list[list[Finding]]: ...
+    def judge(self, claims: Sequence[Claim]) -> list[list[Finding] | None]: ...

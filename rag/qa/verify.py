@@ -231,13 +231,18 @@ def _check(text: str, cited: list[int], found: list[Finding], top: tuple[float, 
 
 
 def _rejudge(judge: Judge, seen: list[Claim], checks: list[StatementCheck]) -> list[str]:
-    """Let ``judge`` give the verdicts; on failure keep the rules' and say so."""
+    """Let ``judge`` give the verdicts; where it gives none (``None``: no quote found in the source, a statement
+    it skipped) and when it fails, keep the rules' and say so."""
     try:
         judged = judge.judge(seen)
+        if len(judged) != len(checks):
+            raise JudgeUnavailable(f"it judged {len(judged)} statements of {len(checks)}")
     except JudgeUnavailable as e:
         log.warning("judge %s unavailable: %s", judge.name, e)
         return [f"the {judge.name} judge was unavailable ({e}); the offline rules judged the statements instead"]
     for check, found in zip(checks, judged):
+        if found is None:
+            continue
         verdict = verdict_of(found)
         decisive = next((f for f in found if f.verdict == verdict), None)
         check.verdict, check.supported = verdict, verdict == "supported"
@@ -245,4 +250,10 @@ def _rejudge(judge: Judge, seen: list[Claim], checks: list[StatementCheck]) -> l
         check.said = decisive.said if decisive else ""
         check.source_says = decisive.source_says if decisive else ""
         check.why = "; ".join(f.reason() for f in found if f.verdict != "supported")
-    return []
+    kept = sum(found is None for found in judged)
+    if not kept:
+        return []
+    return [f"the {judge.name} judge gave no usable verdict for {kept} of {len(checks)} statement"
+            f"{'s' if len(checks) != 1 else ''} (none given, or a quote not found in the cited abstract); the offline "
+            f"rules judged "
+            f"{'it' if kept == 1 else 'them'}"]
