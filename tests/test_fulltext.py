@@ -22,7 +22,7 @@ from rag.ingest.fulltext.clean import dehyphenate, unfold
 from rag.ingest.loaders.zotero import read_library
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.pdf_fixture import encrypt, write_pdf
-from tests.zotero_fixture import build
+from tests.zotero_fixture import VERSIONS, build
 
 PDFS = SHARED / "pdfs"
 pytestmark = pytest.mark.requires_data(PDFS / "MANIFEST.tsv")
@@ -78,8 +78,8 @@ def test_hyphenation_across_line_ends_is_mended_and_real_hyphens_kept(
     assert "Our experiments show that our fast text classifier fastText" in fasttext
     assert "state-of-the-art performances" in fasttext  # hyphenated at "state-" and kept
     assert "Tracy-Widom" in flat(parsed[shared("journal-pre-2019").name][1].text)  # a name pair, kept
-    assert dehyphenate("re-\ntrieval and state-of-\nthe-art, Tracy-\nWidom") == \
-        "retrieval and state-of-the-art, Tracy-Widom"
+    assert dehyphenate("re-\ntrieval and state-of-\nthe-art, Tracy-\nWidom, low/mid/high-\nlevel n-\ngrams") == \
+        "retrieval and state-of-the-art, Tracy-Widom, low/mid/high-level n-grams"
 
 
 def test_ligatures_and_spacing_accents_are_unfolded(parsed: dict[str, tuple[RawText, Document]]) -> None:
@@ -201,10 +201,13 @@ def test_a_single_bad_pdf_is_one_input_error(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- Zotero's full text
 
 def test_zotero_source_reads_the_ft_cache_else_the_pdf(tmp_path: Path) -> None:
+    for version in VERSIONS:  # the attachment's parent is sourceItemID in 79, parentItemID after
+        db = build(tmp_path / f"v{version}" / "zotero.sqlite", version)
+        listed = [(i.key, a) for i in read_library(db) for a in i.attachments]
+        assert [(key, a.key, a.path, a.content_type) for key, a in listed] == \
+            [("TIDES001", "PDF00008", "storage:tides.pdf", "application/pdf")], version
     db = build(tmp_path / "Zotero" / "zotero.sqlite", 124)
-    item = next(i for i in read_library(db) if i.attachments)
-    att = item.attachments[0]
-    assert (att.key, att.path, att.content_type) == ("PDF00008", "storage:tides.pdf", "application/pdf")
+    att = next(i for i in read_library(db) if i.attachments).attachments[0]
     folder = tmp_path / "Zotero" / "storage" / att.key
     folder.mkdir(parents=True)
     source = ZoteroText(tmp_path / "Zotero", att.key, att.path, 500)

@@ -30,7 +30,7 @@ _ACCENT_AFTER = re.compile(f"([AEIOUYaeiouy])([{_ACCENTS}])(?![\u0131])")
 _ACCENT_BEFORE = re.compile(f"(?<=[A-Za-z])([{_ACCENTS}])([AEIOUYaeiouy\u0131])|(\u02dc)([Nn])|(\u02c7)([CSZcszRr])|"
                             "(\u00b8)([Cc])")
 # a word cut at a line end: PDFium's mark, or a hyphen ending a line (sources without the mark)
-_HYPHENATED = re.compile(r"(\S*?)([A-Za-z\u00c0-\u024f]+)(?:\ufffe\n?|-\n)([A-Za-z\u00c0-\u024f0-9][\w-]*)")
+_HYPHENATED = re.compile(r"([A-Za-z\u00c0-\u024f]+)(?:\ufffe\n?|-\n)([A-Za-z\u00c0-\u024f0-9][\w-]*)")
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—(\[]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-–—)\]]?(?:\s*(?:/|of)\s*\d{1,4})?$",
                           re.I)
 _ARXIV_STAMP = re.compile(r"^arXiv:\s*\S+\s+\[[\w.\-]+\]\s+\d{1,2}\s+\w{3}\s+\d{4}$")
@@ -59,9 +59,11 @@ def _accent_before(m: re.Match[str]) -> str:
 
 
 def _mend(m: re.Match[str]) -> str:
-    before, left, right = m.group(1), m.group(2), m.group(3)
-    real = right[0].isupper() or right[0].isdigit() or "-" in right or before.endswith(("-", "/"))
-    return f"{before}{left}{'-' if real else ''}{right}"
+    left, right = m.group(1), m.group(2)
+    before = m.string[m.start() - 1] if m.start() else ""  # "state-of-\nthe", "low/mid/high-\nlevel"
+    real = (right[0].isupper() or right[0].isdigit() or "-" in right or before in ("-", "/")
+            or len(left) == 1)  # "n-gram", "k-means", "X-ray"
+    return f"{left}{'-' if real else ''}{right}"
 
 
 def dehyphenate(text: str) -> str:
