@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -157,10 +158,12 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     log.info("pdf_parsers: pdfs=%s repeats=%d write=%s", args.pdfs, args.repeats, not args.no_write)
+    load = os.getloadavg()[0]  # the machine is shared: the figures scale with what else runs
     rows = compare(args.pdfs, args.repeats)
     pages, secs, count = paperchat_rate(args.pdfs, args.repeats)
     body = (f"Measured on {machine()} with `python -m bench.pdf_parsers --repeats {args.repeats}` (median of "
-            f"{args.repeats} runs per file; the machine was shared with other jobs).\n\n"
+            f"{args.repeats} runs per file; the machine was shared with other jobs: load average {load:.1f} at the "
+            f"start, {os.getloadavg()[0]:.1f} at the end).\n\n"
             f"Extraction only, all files that opened: {totals(rows)}.\n\n"
             f"paperchat's reading with pypdfium2 (read, clean, describe, cut into passages), every readable "
             f"shared PDF: {pages} pages in {secs:.2f} s = **{pages / secs:.1f} pages/s** ({count} passages of "

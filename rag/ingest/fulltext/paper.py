@@ -39,7 +39,8 @@ _AFFILIATION = re.compile(r"\b(?:universit\w*|institut\w*|department|dept|school
                           r"\b(?:19|20)\d\d\b", re.I)
 _MARKS = re.compile(r"(?<=[^\W\d_])(?:ID)?[\d∗*†‡§¶$+#♯♭]+(?=\W|$)|\([^)]*@[^)]*\)|\{[^}]*\}|\S+@\S+|[∗*†‡§¶♯]")
 _SEPARATORS = re.compile(r"\s*(?:,|;|&|\band\b|·|•)\s*")
-_NAME_WORD = re.compile(r"^(?:[A-ZÀ-ÖØ-Þ][\w'’\-.]*|[A-Z]\.|van|von|der|den|de|da|del|di|du|la|le)$")
+_NAME_WORD = re.compile(r"^[^\W\d_][\w'’\-.]*$")
+_PARTICLES = frozenset({"van", "von", "der", "den", "de", "da", "del", "di", "du", "la", "le"})
 
 
 @dataclass
@@ -83,7 +84,8 @@ def _meta_authors(raw: RawText) -> list[str]:
 
 def _is_name(text: str) -> bool:
     words = text.split()
-    return 2 <= len(words) <= 5 and all(_NAME_WORD.match(w) for w in words) and not text.isupper()
+    return (2 <= len(words) <= 5 and not text.isupper()
+            and all((w[0].isupper() and _NAME_WORD.match(w)) or w in _PARTICLES for w in words))
 
 
 def _names(fragment: str, alone: bool) -> list[str]:
@@ -109,9 +111,7 @@ def _text_authors(first: list[str], after: int) -> tuple[list[str], int]:
         line = first[i]
         if _ABSTRACT.match(line) or heading_of(line) or len(line) > 120:
             return names, i
-        if _AFFILIATION.search(_MARKS.sub(" ", line).replace("@", "")) and "@" not in line:
-            continue
-        text = _MARKS.sub(" ", line)
+        text = _MARKS.sub(" ", line)  # footnote marks and e-mail addresses out ("Yoshua Bengio BENGIOY@…")
         if _AFFILIATION.search(text):
             continue
         fragments = [f for f in _SEPARATORS.split(" ".join(text.split())) if f.strip(" ,.")]
