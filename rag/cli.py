@@ -371,8 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-v info, -vv debug)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    ing = sub.add_parser("ingest", help="add papers from files (listing, arXiv JSONL/Atom, BibTeX, CSV, JSON, BEIR)")
-    ing.add_argument("paths", nargs="*", type=Path, help="files (or a BEIR folder) to ingest")
+    ing = sub.add_parser("ingest", help="add papers from files (listing, arXiv JSONL/Atom, BibTeX, CSV, JSON, BEIR, "
+                                        "Zotero, PDF)")
+    ing.add_argument("paths", nargs="*", type=Path,
+                     help="files (or a BEIR folder, a Zotero data folder, a folder of PDFs) to ingest")
     ing.add_argument("--sample", action="store_true",
                      help="also ingest the sample corpus bundled with paperchat (40 papers)")
     ing.add_argument("--format", help="force a format instead of detecting it")

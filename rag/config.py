@@ -139,6 +139,8 @@ class IngestSettings(BaseModel):
     sentence_vectors: bool = Field(False, description="also embed every abstract sentence at ingest (into the "
                                    "embedding cache), so no answer waits to embed its papers' sentences; "
                                    "roughly doubles ingest time")
+    max_pdf_pages: int = Field(500, ge=1, le=100_000, description="a PDF with more pages is refused with its "
+                               "reason (a book or a proceedings volume, not a paper); the rest of the run goes on")
 
 
 class RaySettings(BaseModel):

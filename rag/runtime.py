@@ -96,6 +96,7 @@ class Runtime:
                         on_change=[*self.index_hooks(), lambda store: self.export_encoder()], progress=progress,
                         batch_papers=self.settings.ingest.batch_papers,
                         abstract_chars=self.settings.limits.abstract_chars,
+                        max_pdf_pages=self.settings.ingest.max_pdf_pages,
                         sentence_vectors=sentence_vectors,
                         sentence_embedder=self.scoring_embedder if sentence_vectors else None)
 

@@ -209,7 +209,9 @@ def test_unknown_format_and_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         detect_format(f)
     one_line_error(e, "notes.xyz", "cannot tell the format", "bibtex", "beir")
-    with pytest.raises(InputError, match="unknown format 'pdf'"):
+    with pytest.raises(InputError, match="unknown format 'docx'"):
+        load(FIX / "papers.csv", fmt="docx")
+    with pytest.raises(InputError, match="papers.csv: the file is damaged or not a PDF"):  # pdf is a format now
         load(FIX / "papers.csv", fmt="pdf")
     with pytest.raises(InputError, match="mapping must be a dict"):
         load(FIX / "papers.csv", mapping=["abstract"])  # type: ignore[arg-type]

@@ -104,9 +104,10 @@ class Ingestor:
     def __init__(self, store: ChromaStore, embedder: Embedder, max_chunk_tokens: int = 0, overlap: int = 1,
                  on_change: Iterable[Callable[[ChromaStore], None]] = (), progress: bool = True,
                  batch_papers: int = 1024, abstract_chars: int | None = None, sentence_vectors: bool = False,
-                 sentence_embedder: Embedder | None = None) -> None:
+                 sentence_embedder: Embedder | None = None, max_pdf_pages: int | None = None) -> None:
         self.store, self.embedder = store, embedder
         self.abstract_chars = abstract_chars  # longer abstracts are cut at a sentence end, with a warning
+        self.max_pdf_pages = max_pdf_pages  # a longer PDF is refused with its reason
         window = embedder.max_tokens
         self.max_tokens = min(max_chunk_tokens, window) if max_chunk_tokens else window
         self.overlap = overlap
@@ -135,8 +136,10 @@ class Ingestor:
         for path in map(Path, paths):
             try:
                 if strict:  # validate the whole file first so a bad record stores nothing from it
-                    loaders.load(path, fmt=fmt, mapping=mapping, strict=True, abstract_chars=self.abstract_chars)
-                records = loaders.iter_records(path, fmt=fmt, mapping=mapping, abstract_chars=self.abstract_chars)
+                    loaders.load(path, fmt=fmt, mapping=mapping, strict=True, abstract_chars=self.abstract_chars,
+                                 max_pdf_pages=self.max_pdf_pages)
+                records = loaders.iter_records(path, fmt=fmt, mapping=mapping, abstract_chars=self.abstract_chars,
+                                               max_pdf_pages=self.max_pdf_pages)
                 self._placed, self._source = [], ""
                 self._ingest_items(path, records, report)
                 self._file_done(report, collection, source=self._source or str(path.resolve()))

@@ -225,6 +225,7 @@ class RayIngestor(Ingestor):
         return cls(base.store, base.embedder, settings, address, max_chunk_tokens=base.max_tokens,
                    overlap=base.overlap, on_change=base.on_change, progress=base.progress,
                    batch_papers=base.batch_papers, abstract_chars=base.abstract_chars,
+                   max_pdf_pages=base.max_pdf_pages,
                    sentence_vectors=base.sentence_vectors)
 
     # ---- the run --------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Public API::
 
     detect_format(path) -> str                      # "listing", "arxiv-jsonl", "arxiv-atom", "bibtex",
                                                     # "csv", "json", "jsonl", "beir", "csl-json", "ris",
-                                                    # "medline", "arxiv-oai" or "zotero"
+                                                    # "medline", "arxiv-oai", "zotero" or "pdf"
     iter_records(path, *, fmt=None, mapping=None)   # streams Paper | RecordProblem
     load(path, *, fmt=None, mapping=None, strict=False) -> LoadResult
 
@@ -13,8 +13,8 @@ that has to be skipped is a ``RecordProblem`` (``file:line: reason``), or an ``I
 ``mapping`` ({field: column}) applies to csv, json and jsonl; see ``rag.ingest.loaders.tabular``.
 
 ``FORMATS`` are the text formats, sniffed from their first 64 KB. A Zotero library (an SQLite file, or a
-Zotero data folder holding ``zotero.sqlite``; ``rag.ingest.loaders.zotero``) is recognised before them, by the
-file's first bytes, and is never read as text.
+Zotero data folder holding ``zotero.sqlite``; ``rag.ingest.loaders.zotero``) and a PDF or a folder of PDFs
+(``rag.ingest.loaders.pdf``) are recognised before them, by the file's first bytes, and never read as text.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from rag.ingest.loaders.csl import CslJsonLoader
 from rag.ingest.loaders.listing import ListingLoader
 from rag.ingest.loaders.medline import MedlineLoader
 from rag.ingest.loaders.oai import ArxivOaiLoader
+from rag.ingest.loaders.pdf import MAX_PDF_PAGES, PdfLoader
 from rag.ingest.loaders.ris import RisLoader
 from rag.ingest.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
 from rag.ingest.loaders.zotero import ZoteroLoader
@@ -52,11 +53,13 @@ LOADERS: dict[str, Loader] = {
 }
 FORMATS = tuple(LOADERS)
 ZOTERO = ZoteroLoader()  # binary: detected and read apart from the text formats
+PDF = PdfLoader()  # binary too
 _MAPPED = ("csv", "json", "jsonl")
 _SUPPORTED = ("listing (.txt), arxiv-jsonl (arXiv metadata snapshot), arxiv-atom (arXiv API feed), bibtex (.bib), "
               "csv, json, jsonl, beir (corpus.jsonl or its folder), csl-json (Zotero/Mendeley CSL-JSON), "
               "ris (.ris), medline (PubMed .nbib), "
-              "arxiv-oai (arXiv OAI-PMH harvest), zotero (zotero.sqlite or the Zotero data folder)")
+              "arxiv-oai (arXiv OAI-PMH harvest), zotero (zotero.sqlite or the Zotero data folder), "
+              "pdf (a PDF file or a folder of PDFs)")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -72,10 +75,14 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             return "beir"
         if ZOTERO.sniff(p, ""):
             return ZOTERO.name
+        if PDF.sniff(p, ""):
+            return PDF.name
         raise InputError(f"is a directory, not a file (a BEIR dataset folder must contain {CORPUS}; a Zotero data "
-                         "folder, zotero.sqlite)", where=str(p))
+                         "folder, zotero.sqlite; a folder of PDFs, PDF files)", where=str(p))
     if ZOTERO.sniff(p, ""):  # an SQLite database: the Zotero loader says whether it is a Zotero library
         return ZOTERO.name
+    if PDF.sniff(p, ""):
+        return PDF.name
     if p.name.lower() == "queries.jsonl" and (p.parent / CORPUS).is_file():
         raise InputError(f"is a BEIR queries file, not papers; load the folder or its {CORPUS}", where=str(p))
     head = head_text(check_file(p))
@@ -90,19 +97,22 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 
 def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
-                 mapping: dict[str, str] | None = None, abstract_chars: int | None = None) -> Iterator[Item]:
+                 mapping: dict[str, str] | None = None, abstract_chars: int | None = None,
+                 max_pdf_pages: int | None = None) -> Iterator[Item]:
     """Stream the papers of ``path`` (``Paper``) and the records that had to be skipped (``RecordProblem``).
 
     Whole-file problems (missing, unreadable, empty, binary, wrong encoding, unparseable, a mapping naming
     a missing column) raise ``InputError`` when this is called, before anything is yielded. Abstracts longer
     than ``abstract_chars`` (default: ``limits.abstract_chars``' default) are cut, with a warning naming
-    ``file:line``.
+    ``file:line``; a PDF with more pages than ``max_pdf_pages`` (default: ``ingest.max_pdf_pages``' default) is
+    refused.
     """
     p = path_of(path)
     if fmt is None:
         fmt = detect_format(p)
-    elif fmt not in LOADERS and fmt != ZOTERO.name:
-        raise InputError(f"unknown format {fmt!r}; supported formats: {', '.join((*FORMATS, ZOTERO.name))}",
+    elif fmt not in LOADERS and fmt not in (ZOTERO.name, PDF.name):
+        raise InputError(f"unknown format {fmt!r}; supported formats: "
+                         f"{', '.join((*FORMATS, ZOTERO.name, PDF.name))}",
                          where=str(p))
     if mapping is not None and not isinstance(mapping, dict):
         raise InputError("the column mapping must be a dict of field → column name", where=str(p))
@@ -113,8 +123,11 @@ def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
     ctx = contextvars.copy_context()
     if abstract_chars is not None:
         ctx.run(ABSTRACT_CHARS.set, abstract_chars)
-    if fmt == ZOTERO.name:  # a database, checked by its loader (never as text)
-        return _guard(ctx, ctx.run(ZOTERO.iter_records, p, None), p)
+    if max_pdf_pages is not None:
+        ctx.run(MAX_PDF_PAGES.set, max_pdf_pages)
+    if fmt in (ZOTERO.name, PDF.name):  # a database or PDFs, checked by their loader (never as text)
+        binary = ZOTERO if fmt == ZOTERO.name else PDF
+        return _guard(ctx, ctx.run(binary.iter_records, p, None), p)
     if fmt == "beir" and p.is_dir():
         if not (p / CORPUS).is_file():
             raise InputError(f"is a directory without {CORPUS}", where=str(p))
@@ -144,14 +157,14 @@ def _guard(ctx: contextvars.Context, items: Iterator[Item], path: Path) -> Itera
 
 
 def load(path: str | os.PathLike[str], *, fmt: str | None = None, mapping: dict[str, str] | None = None,
-         strict: bool = False, abstract_chars: int | None = None) -> LoadResult:
+         strict: bool = False, abstract_chars: int | None = None, max_pdf_pages: int | None = None) -> LoadResult:
     """Load every paper of ``path``. Skipped records are collected in ``problems``; with ``strict=True`` the
-    first one raises ``InputError`` naming ``file:line`` and the reason. ``abstract_chars`` as in
-    ``iter_records``."""
+    first one raises ``InputError`` naming ``file:line`` and the reason. ``abstract_chars`` and
+    ``max_pdf_pages`` as in ``iter_records``."""
     p = path_of(path)
     fmt = fmt or detect_format(p)
     result = LoadResult(format=fmt)
-    for item in iter_records(p, fmt=fmt, mapping=mapping, abstract_chars=abstract_chars):
+    for item in iter_records(p, fmt=fmt, mapping=mapping, abstract_chars=abstract_chars, max_pdf_pages=max_pdf_pages):
         if isinstance(item, RecordProblem):
             if strict:
                 raise InputError(item.reason, where=f"{item.file}:{item.line}")

@@ -43,7 +43,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024  # line formats (JSONL, CSV): longer lines are
 ABSTRACT_CHARS: contextvars.ContextVar[int] = contextvars.ContextVar("abstract_chars", default=DEFAULTS.abstract_chars)
 
 _MAGIC = {b"\x1f\x8b": "gzip-compressed; decompress it first", b"PK\x03\x04": "a zip archive; extract it first",
-          b"%PDF": "a PDF; paperchat reads abstracts from text exports, not PDFs",
+          b"%PDF": "a PDF; ingest it without --format (or with --format pdf)",
           # UTF-32 before UTF-16: the UTF-32-LE BOM starts with the UTF-16-LE one (matched in this order)
           b"\xff\xfe\x00\x00": "UTF-32 encoded; save it as UTF-8",
           b"\x00\x00\xfe\xff": "UTF-32 encoded; save it as UTF-8",

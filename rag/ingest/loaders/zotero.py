@@ -19,7 +19,9 @@ nested ones as ``Parent/Child``. A ``/`` inside a collection's own name is writt
 it never reads as nesting; collections in Zotero's trash are left out. Items without an abstract are
 skipped and reported with their title. Ids: ``arxiv:``/``doi:`` when known, else ``zotero:<item key>``;
 a record's line is its ``itemID`` (``zotero.sqlite:123``). Every library in the file (My Library and
-groups) is read; a collection path does not name its library.
+groups) is read; a collection path does not name its library. Each item also lists its attachments
+(``ZoteroItem.attachments``: key, path, content type), whose full text ``rag.ingest.fulltext.zotero`` reads;
+the papers do not depend on them.
 
 Schemas: fields and item types are looked up by name, never by id. Tested on the userdata schemas 79
 (Zotero 4: names in ``creatorData``, ``sourceItemID``), 107 (Zotero 5) and 124 (Zotero 7: annotation items,
@@ -84,6 +86,16 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 _NAMES = ("firstName", "lastName", "fieldMode")
 
 
+@dataclass(frozen=True)
+class Attachment:
+    """A file attached to an item: its own item key (its folder is ``storage/<key>``), Zotero's path for it
+    ("storage:paper.pdf" for a stored file, a full path for a linked one) and its content type."""
+
+    key: str
+    path: str | None
+    content_type: str | None
+
+
 @dataclass
 class ZoteroItem:
     """One regular item as read from the database."""
@@ -94,6 +106,7 @@ class ZoteroItem:
     creators: list[tuple[str, str]] = field(default_factory=list)  # (name, creator type) in Zotero's order
     tags: list[str] = field(default_factory=list)
     collections: list[str] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)  # for its full text; not part of the paper
 
 
 def is_sqlite(path: Path) -> bool:
@@ -306,7 +319,22 @@ def _read(con: sqlite3.Connection, where: str) -> tuple[list[ZoteroItem], int, i
             member[item_id].add(paths[cid])
     for item_id, sets in member.items():
         items[item_id].collections = sorted(sets)
+    for parent, key, path, kind in _attachment_rows(con, tables):
+        if parent in items:
+            items[parent].attachments.append(Attachment(str(key), path, kind))
     return list(items.values()), trashed, version
+
+
+def _attachment_rows(con: sqlite3.Connection, tables: dict[str, set[str]]) -> list[tuple[int, str, str, str]]:
+    """(parent itemID, attachment key, path, content type) of the attachments outside the trash."""
+    cols = tables.get("itemAttachments", set())
+    parent = next((c for c in ("parentItemID", "sourceItemID") if c in cols), None)  # 107+, 79
+    kind = next((f"a.{c}" for c in ("contentType", "mimeType") if c in cols), "NULL")
+    if parent is None or "path" not in cols:
+        return []
+    return con.execute(f"SELECT a.{parent}, i.key, a.path, {kind} FROM itemAttachments a JOIN items i ON "
+                       f"i.itemID = a.itemID WHERE a.itemID NOT IN (SELECT itemID FROM deletedItems) "
+                       f"ORDER BY a.itemID").fetchall()
 
 
 def read_library(db: Path) -> list[ZoteroItem]:

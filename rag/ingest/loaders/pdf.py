@@ -1,0 +1,102 @@
+"""PDF files read as papers: ``paperchat ingest paper.pdf`` or a folder of PDFs (its subfolders too).
+
+Each PDF becomes one paper from its own text (``rag.ingest.fulltext``): title, authors and abstract from its
+metadata and first page, the arXiv id or DOI found there (so the store links it to the same paper from
+another source), id ``pdf:<sha1 of the file>`` otherwise. The abstract is the PDF's text, and a note says so
+("abstract taken from the PDF text (the Abstract section of page 1)"). Only the abstract is stored for now;
+passages come later.
+
+A single PDF that cannot be read raises one ``InputError`` (the file and the reason: it needs a password,
+it has no text layer, it is damaged, it has more pages than ``ingest.max_pdf_pages``); in a folder, such a
+PDF is a ``RecordProblem`` with the same reason and the other PDFs are read.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+from rag.config import IngestSettings
+from rag.errors import InputError
+from rag.ingest.fulltext import PdfText, Refused, clean, describe
+from rag.ingest.loaders.base import Item, note
+from rag.ingest.loaders.common import make_paper, problem, read_head
+from rag.records import Paper
+
+log = logging.getLogger(__name__)
+
+PDF_MAGIC = b"%PDF-"
+_HEAD = 1024  # the header may follow some junk within the first 1,024 bytes (PDF 32000-1, annex H)
+# ingest.max_pdf_pages for the files being read; ``rag.ingest.loaders.iter_records`` sets it
+MAX_PDF_PAGES: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "max_pdf_pages", default=IngestSettings.model_fields["max_pdf_pages"].default)
+
+
+def is_pdf(path: Path) -> bool:
+    """A file that starts like a PDF (or is named ``*.pdf``)."""
+    if path.suffix.lower() == ".pdf":
+        return True
+    try:
+        return PDF_MAGIC in read_head(path, _HEAD)
+    except InputError:
+        return False
+
+
+def pdfs_in(folder: Path) -> list[Path]:
+    """The PDF files under ``folder``, in name order."""
+    return sorted(p for p in folder.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file())
+
+
+def _file_id(path: Path) -> str:
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def pdf_record(path: Path) -> Item:
+    """One PDF → a ``Paper`` (or a ``RecordProblem`` when its text has no usable abstract); raises
+    ``Refused`` when the text cannot be had."""
+    raw = PdfText(path, MAX_PDF_PAGES.get()).read()
+    doc = clean(raw)
+    desc = describe(raw, doc)
+    try:
+        own = _file_id(path)
+    except OSError as e:
+        raise Refused(f"cannot read the file: {e.strerror or e}", where=str(path)) from None
+    paper = make_paper(path, 1, abstract=desc.abstract, title=desc.title, authors=desc.authors, year=desc.year,
+                       doi=desc.doi, arxiv_id=desc.arxiv_id, kind="pdf", own_id=own)
+    if isinstance(paper, Paper):
+        note(path, 1, f"abstract taken from the PDF text ({desc.abstract_source})")
+    return paper
+
+
+class PdfLoader:
+    """Loader for PDF files and folders of PDFs (binary: detected and read apart from the text formats)."""
+
+    name = "pdf"
+
+    def sniff(self, path: Path, head: str) -> bool:
+        return (path.is_dir() and bool(pdfs_in(path))) or (path.is_file() and is_pdf(path))
+
+    def iter_records(self, path: Path, mapping: dict[str, str] | None = None) -> Iterator[Item]:
+        """A file is read now (its error comes before any record); a folder's files one by one, each
+        unreadable one yielded as a ``RecordProblem``."""
+        if not path.is_dir():
+            return iter([pdf_record(path)])
+        files = pdfs_in(path)
+        if not files:
+            raise InputError("is a folder without PDF files", where=str(path))
+        return self._each(files)
+
+    def _each(self, files: list[Path]) -> Iterator[Item]:
+        for f in files:
+            try:
+                yield pdf_record(f)
+            except Refused as e:
+                log.info("skipped %s: %s", f, e.reason)
+                yield problem(f, 1, e.reason)
