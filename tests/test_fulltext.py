@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHARED, STUB_KEY, paperchat_cmd
+from conftest import ROOT, STUB_KEY, paperchat_cmd
 
 from rag import tokens
 from rag.errors import InputError
@@ -22,9 +22,9 @@ from rag.ingest.fulltext.clean import dehyphenate, unfold
 from rag.ingest.loaders.zotero import read_library
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.pdf_fixture import encrypt, write_pdf
+from tests.support.data import PDFS
 from tests.zotero_fixture import VERSIONS, build
 
-PDFS = SHARED / "pdfs"
 pytestmark = pytest.mark.requires_data(PDFS / "MANIFEST.tsv")
 LIGATURES = "\ufb00\ufb01\ufb02\ufb03\ufb04"
 
@@ -191,8 +191,9 @@ def test_a_folder_of_pdfs_reports_each_bad_one_and_loads_the_rest() -> None:
     assert len(result.papers) == sum(r["text_layer"] != "no" for r in rows.values())
     assert [(Path(p.file).name, p.reason.split(":")[0]) for p in result.problems] == \
         [(shared("bad-scanned").name, "no text layer")]
-    ids = {p.id for p in result.papers}
-    assert {"arxiv:1512.03385", "arxiv:1706.03762", "doi:10.1371/journal.pone.0215309"} <= ids
+    assert all(p.id.startswith("pdf:") for p in result.papers)  # the file's own id: a stored record is never replaced
+    assert {"1512.03385", "1706.03762"} <= {p.arxiv_id for p in result.papers}
+    assert "10.1371/journal.pone.0215309" in {p.doi for p in result.papers}
 
 
 def test_a_single_bad_pdf_is_one_input_error(tmp_path: Path) -> None:
@@ -252,19 +253,28 @@ def test_paperchat_ingest_reads_pdfs_as_papers(paperchat_home: Path, tmp_path: P
     env = {**os.environ, "PAPERCHAT_INGEST__MAX_PDF_PAGES": "2", "PAPERCHAT_EMBEDDINGS__PROVIDER": "openai",
            "PAPERCHAT_EMBEDDINGS__MODEL": "stub-model", "PAPERCHAT_EMBEDDINGS__BASE_URL": f"{srv.url}/v1",
            "PAPERCHAT_EMBEDDINGS__API_KEY": STUB_KEY}
+    stored = tmp_path / "stored.jsonl"  # the harbour paper is already stored from a richer source, with categories
+    stored.write_text(json.dumps({"doi": "10.1234/harbour.2020.7", "title": "Harbour Sediment Transport",
+                                  "authors": "Grace Hopper", "categories": "physics.geo-ph", "abstract":
+                                  "Sediment transport in harbours was measured twice a day for a year."}) + "\n")
+    first = subprocess.run(paperchat_cmd("ingest", "--json", "--format", "jsonl", str(stored)), capture_output=True,
+                           text=True, cwd=ROOT, env=env, timeout=300)
+    assert first.returncode == 0 and json.loads(first.stdout)["added"] == 1, first.stdout + first.stderr
     out = subprocess.run(paperchat_cmd("ingest", "--json", str(paper), str(folder)), capture_output=True,
                          text=True, cwd=ROOT, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert report["added"] == 2 and report["skipped"] == 2, report
+    assert report["added"] == 1 and report["duplicates"] == 1 and report["skipped"] == 2, report
     listed = subprocess.run(paperchat_cmd("papers", "--json"), capture_output=True, text=True, cwd=ROOT, env=env,
                             timeout=300)
-    papers = {p["id"]: p for p in json.loads(listed.stdout)}
-    sparse = papers["arxiv:2101.00001"]
+    papers = {p.get("arxiv_id") or p.get("doi"): p for p in json.loads(listed.stdout)}
+    assert len(papers) == 2
+    sparse = papers["2101.00001"]
     assert sparse["title"] == "Learned Sparse Retrieval for Tide Tables" and sparse["year"] == 2021
     assert sparse["authors"] == ["Ada Lovelace", "Alan Turing"]
     assert "Our retrieval model matches dense retrievers" in sparse["abstract"]
-    assert papers["doi:10.1234/harbour.2020.7"]["authors"] == ["Grace Hopper"]
+    harbour = papers["10.1234/harbour.2020.7"]  # kept as first stored: its categories are not lost to the PDF
+    assert harbour["authors"] == ["Grace Hopper"] and harbour["categories"] == ["physics.geo-ph"], harbour
     problems = "\n".join(report.get("problems", [])) + out.stderr
     assert re.search(r"scan\.pdf:1: no text layer: OCR is not available", problems), problems
     assert re.search(r"long\.pdf:1: too many pages: 3", problems), problems

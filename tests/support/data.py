@@ -13,3 +13,4 @@ DATASETS = SHARED / "datasets"
 NIPS = DATASETS / "nips-2013-2015"  # NeurIPS 2013-2015 papers, one CSV per year
 CRANFIELD = DATASETS / "cranfield"  # BEIR layout: corpus.jsonl, queries.jsonl, qrels/
 CRANFIELD_CORPUS = CRANFIELD / "corpus.jsonl"
+PDFS = SHARED / "pdfs"  # real paper PDFs (MANIFEST.tsv says what each is), good and bad, for the full-text tests

@@ -2,9 +2,9 @@
 
 Each PDF becomes one paper from its own text (``rag.ingest.fulltext``): title, authors and abstract from its
 metadata and first page, the arXiv id or DOI found there (so the store links it to the same paper from
-another source), id ``pdf:<sha1 of the file>`` otherwise. The abstract is the PDF's text, and a note says so
-("abstract taken from the PDF text (the Abstract section of page 1)"). Only the abstract is stored for now;
-passages come later.
+another source: a PDF of a stored paper is its duplicate, skipped), id ``pdf:<sha1 of the file>`` always.
+The abstract is the PDF's text, and a note says so ("abstract taken from the PDF text (the Abstract section of
+page 1)"). Only the abstract is stored for now; passages come later.
 
 A single PDF that cannot be read raises one ``InputError`` (the file and the reason: it needs a password,
 it has no text layer, it is damaged, it has more pages than ``ingest.max_pdf_pages``); in a folder, such a
@@ -24,7 +24,7 @@ from rag.errors import InputError
 from rag.ingest.fulltext import PdfText, Refused, clean, describe
 from rag.ingest.loaders.base import Item, note
 from rag.ingest.loaders.common import make_paper, problem, read_head
-from rag.records import Paper
+from rag.records import Paper, assign_id
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,10 @@ def pdf_record(path: Path) -> Item:
     paper = make_paper(path, 1, abstract=desc.abstract, title=desc.title, authors=desc.authors, year=desc.year,
                        doi=desc.doi, arxiv_id=desc.arxiv_id, kind="pdf", own_id=own)
     if isinstance(paper, Paper):
+        # Always the file's own id, never the arXiv id or DOI: a record of the same paper stored from a richer
+        # source (an arXiv dump, Zotero) under that id is then a duplicate the store links to and skips, instead
+        # of being overwritten by what the PDF's first page gave (categories and venue lost).
+        paper.id = assign_id("pdf", own, doi=None, arxiv_id=None, abstract=paper.abstract)
         note(path, 1, f"abstract taken from the PDF text ({desc.abstract_source})")
     return paper
 
