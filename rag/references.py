@@ -163,16 +163,41 @@ def _markdown(entry_html: str) -> str:
         elif part in ("<b>", "</b>"):
             out.append("**")
         else:
-            text = html.unescape(re.sub(r"<[^>]+>", "", part))
-            out.append(re.sub(r"([\\`*_{}\[\]<>#+!|~$])", r"\\\1", text))
+            text = _unshielded(html.unescape(re.sub(r"<[^>]+>", "", part)), escape=False)
+            out.append(re.sub(r"([\\`*_{}\[\]<>&#+!|~$])", r"\\\1", text))
     return "".join(out)
 
 
+# citeproc-py's HTML formatter escapes the style's own text but not the items' (a title "<img …>" comes out as a
+# tag): the items' &, < and > go in as private-use characters and come out escaped, after its tags are read.
+_SHIELD = {"&": "\ue000", "<": "\ue001", ">": "\ue002"}
+_UNSHIELD = {v: k for k, v in _SHIELD.items()}
+
+
+def _shielded(value: Any) -> Any:
+    if isinstance(value, str):
+        return "".join(_SHIELD.get(ch, ch) for ch in value)
+    if isinstance(value, dict):
+        return {k: v if k == "id" else _shielded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shielded(v) for v in value]
+    return value
+
+
+def _unshielded(text: str, escape: bool) -> str:
+    return "".join((html.escape(_UNSHIELD[ch], quote=False) if escape else _UNSHIELD[ch]) if ch in _UNSHIELD
+                   else ch for ch in text)
+
+
 def bibliography(items: Sequence[dict[str, Any]], style: str, fmt: Format = "text") -> list[str]:
-    """The reference list of ``items`` in ``style``, one entry per item, as plain text, HTML or Markdown."""
+    """The reference list of ``items`` in ``style``, one entry per item, as plain text, HTML or Markdown (HTML and
+    Markdown carry only the style's emphasis: whatever the items' text holds is escaped)."""
     if not items:
         style_path(style)  # an unknown style is refused even with nothing to list
         return []
+    if fmt == "text":
+        return [_spaced(e) for e in citeproc_entries(items, style)]
+    entries = [_spaced(e) for e in citeproc_entries([_shielded(i) for i in items], style, "html")]
     if fmt == "markdown":
-        return [_markdown(_spaced(e)) for e in citeproc_entries(items, style, "html")]
-    return [_spaced(e) for e in citeproc_entries(items, style, fmt)]
+        return [_markdown(e) for e in entries]
+    return [_unshielded(e, escape=True) for e in entries]

@@ -165,3 +165,16 @@ def test_papers_format_apa_prints_the_reference_list(make_runtime, tmp_path: Pat
     assert main(["papers", "--format", "vancouverish"]) == 2
     bad = capsys.readouterr()
     assert "unknown citation style 'vancouverish'; known styles: apa, ieee" in bad.err and not bad.out
+
+
+def test_hostile_titles_stay_text_in_html_and_markdown() -> None:
+    # citeproc-py's HTML formatter passes the items' own text through unescaped: rag.references escapes it
+    title = "<img src=x onerror=alert(1)> [click](javascript:alert(1)) <i>it</i> & more"
+    items = [csl_item("x", title, ["Ada Lovelace"], 2020)]
+    for style in ("apa", "ieee"):
+        text, = bibliography(items, style)
+        page, = bibliography(items, style, "html")
+        md, = bibliography(items, style, "markdown")
+        assert title in text
+        assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page and "&lt;i&gt;it&lt;/i&gt;" in page
+        assert "\\<img" in md and "\\[click\\](javascript" in md and "\\<i\\>it\\</i\\>" in md
