@@ -178,3 +178,8 @@ def test_hostile_titles_stay_text_in_html_and_markdown() -> None:
         assert title in text
         assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page and "&lt;i&gt;it&lt;/i&gt;" in page
         assert "\\<img" in md and "\\[click\\](javascript" in md and "\\<i\\>it\\</i\\>" in md
+
+
+def test_papers_refuses_format_beside_json_before_opening_the_store(capsys) -> None:
+    assert main(["papers", "--json", "--format", "apa"]) == 2
+    assert "--json and --format are two outputs" in capsys.readouterr().err
