@@ -136,6 +136,12 @@ def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
     from rag.index.paper_query import PaperQuery, find_papers, parse_year_range
     from rag.runtime import Runtime
 
+    if args.format:  # refused before the store is opened: an unknown style or --json beside it
+        from rag.references import bibliography, paper_item, style_path
+
+        style_path(args.format)
+        if args.json:
+            raise InputError("--json and --format are two outputs: give one")
     year_from, year_to = parse_year_range(args.year)
     query = PaperQuery(author=args.author, category=args.category, year_from=year_from, year_to=year_to,
                        text=args.search, collection=args.collection)
@@ -146,6 +152,11 @@ def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
         rt.close()
     if args.json:
         _print_json([p.to_dict() for p in papers])
+        return 0
+    if args.format:
+        for entry in bibliography([paper_item(p) for p in papers], args.format):
+            print(entry)
+        print(f"{len(papers)} paper(s)", file=sys.stderr)
         return 0
     for p in papers:
         authors = ", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else "")
@@ -403,6 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("--collection", metavar="NAME", help="only papers in this collection")
     pa.add_argument("--limit", type=int, default=100, help="at most this many papers")
     pa.add_argument("--json", action="store_true", help="print a JSON list")
+    pa.add_argument("--format", metavar="STYLE", help="print the reference list in a citation style: apa, ieee, "
+                    "chicago (author-date), nature, harvard, mla, acs")
 
     ask = sub.add_parser("ask", help="answer questions from the papers, with verified citations")
     ask.add_argument("questions", nargs="*", metavar="QUESTION",

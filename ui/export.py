@@ -1,7 +1,8 @@
 """Pure exports: a conversation as Markdown with one reference list (and each cited statement's verdict:
 supported, contradicted or not in the cited abstract), BibTeX of its cited papers, and a selection of the library
-(ticked papers or a collection) as a Markdown reading list or BibTeX. Each names its scope (the collection or
-selected papers it was asked within or drawn from) in its header."""
+(ticked papers or a collection) as a Markdown reading list or BibTeX; either reference list also in a citation
+style (APA, IEEE, … through ``rag.references``). Each names its scope (the collection or selected papers it was
+asked within or drawn from) in its header."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rag.answer import Answer, Citation, StatementCheck
-from rag.records import StoredPaper
+from rag.records import StoredPaper, clean_arxiv_id, clean_doi
+from rag.references import STYLES, bibliography, csl_item
 from ui.render import CITE, describe_filters, short_authors, shown_by_a_verdict
 from ui.safe import MATH, inline, paper_links
 
@@ -231,3 +233,27 @@ def bibtex(citations: Iterable[Citation], scope: str = "") -> str:
             entries.append(bib_entry(c))
     head = "% Exported by paperchat\n" + (f"% Scope: {_bib_comment(scope)}\n" if scope else "")
     return head + "\n" + "\n".join(entries)
+
+
+# ---- citation styles ------------------------------------------------------------------------------
+def citation_item(c: Citation) -> dict[str, Any]:
+    """A cited paper as a CSL-JSON item (its DOI or arXiv id read from its paper id, as the .bib export does)."""
+    kind, _, ident = c.paper_id.partition(":")
+    return csl_item(c.paper_id, c.title or c.paper_id, c.authors, c.year, url=c.url,
+                    doi=clean_doi(ident) if kind == "doi" else None,
+                    arxiv_id=clean_arxiv_id(ident) if kind == "arxiv" else None)
+
+
+def styled_markdown(items: Sequence[dict[str, Any]], style: str, scope: str,
+                    exported_at: datetime | None = None) -> str:
+    """A reference list (CSL-JSON items: ``citation_item`` or ``rag.references.paper_item``) in a citation style
+    as a Markdown document headed by its style and scope; an unknown style is an ``InputError``."""
+    entries = bibliography(items, style, "markdown")
+    when = (exported_at or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    name = STYLES[style.strip().lower()]
+    lines = [f"# paperchat references ({name})", "",
+             f"Exported {when} · Scope: {inline(scope, 'export')} · "
+             f"{len(entries)} paper{'s' if len(entries) != 1 else ''}", ""]
+    for e in entries:  # a paragraph each: one entry's lines never run into the next
+        lines += [e, ""]
+    return "\n".join(lines)
