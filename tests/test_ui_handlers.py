@@ -17,6 +17,7 @@ from conftest import SAMPLE
 from rag.config import get_settings
 from rag.qa.chain import AnswerChain
 from rag.runtime import Runtime
+from ui import render
 from ui.tabs import chat, collections
 from ui.tabs import library as library_tab
 from ui.tabs.context import AppContext
@@ -57,7 +58,7 @@ def test_each_answer_is_one_turn_and_a_click_shows_its_sources(ctx: AppContext) 
     assert state.msg_turn == [None, 0, None, 1] and state.shown == 1 and len(history) == 4
 
     shown, _ = chat.show_turn(state, gr.SelectData(None, {"index": 1, "value": ""}))  # the first answer
-    assert state.shown == 0 and shown == chat.render.sources_html(state.answers[0], 0)
+    assert state.shown == 0 and shown == render.sources_html(state.answers[0], 0)
     for index in (1, 0, [2, 0], 9):  # the one already shown, a question, a question as [row, col], past the end
         assert chat.show_turn(state, gr.SelectData(None, {"index": index, "value": ""}))[0] == gr.skip()
     assert state.shown == 0

@@ -1,6 +1,8 @@
-"""The Gradio app: ``build_app`` assembles the tabs (``ui.tabs``: one module per tab, its components, events and
-handlers) and ``launch``/``mount_with_api``/``serve`` run it; ``launch_kwargs``/``queue_kwargs`` hold every launch
-default that matters for safety. Rendering is ``ui.render``/``ui.export``, behaviour is ``ui.services``."""
+"""The Gradio app: ``build_app`` puts the tabs (``ui.tabs``) together, ``launch``/``serve`` run it.
+
+``launch_kwargs``/``queue_kwargs`` hold every launch default that matters for safety. Each tab's components, events
+and handlers are in its own module under ``ui.tabs``; rendering is ``ui.render``/``ui.export``, behaviour is
+``ui.services``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Chat tab: filter controls, the conversation, exports and the Sources panel; its handlers over a ``Session``."""
+"""The Chat tab: filter controls, the conversation, its exports and the Sources panel, with their handlers."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def build(ctx: AppContext, cats: list[str], collection_choices: list[Any], examp
 
 # ---- handlers ----------------------------------------------------------------------------------------
 class ChatHandlers:
-    """The handlers that need the app's dependencies (Gradio reads a bound method's name, signature and hints)."""
+    """The handlers that need the runtime, the settings or the answer chain."""
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
