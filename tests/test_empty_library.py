@@ -57,14 +57,15 @@ def test_eval_on_a_corpus_that_gives_no_paper_names_the_corpus_not_the_library(t
 
 
 def test_the_app_on_an_empty_library_opens_and_answers_with_the_message(make_runtime, tmp_path: Path) -> None:
-    from ui.app import _new_session, build_app
+    from ui.app import build_app
+    from ui.tabs.session import Session
 
     rt = make_runtime(home=tmp_path / "empty")
     app = build_app(rt)  # an empty store has no question-filter catalog: the app must open all the same
     header = next(b for b in app.blocks.values() if getattr(b, "elem_id", None) == "pc-header")
     assert EMPTY in header.value and "Library" in header.value
     ask = next(f.fn for f in app.fns.values() if f.name == "ask")
-    shown = list(ask("What does EPPO penalize?", [], _new_session(), 5, "extractive", None, None, None, None))
+    shown = list(ask("What does EPPO penalize?", [], Session(), 5, "extractive", None, None, None, None))
     reply = html.unescape(shown[-1][0][-1]["content"]).replace("\\", "")
     assert "pc-error" in reply and EMPTY in reply, reply
     assert "catalog" not in reply and "sqlite" not in reply and "went wrong" not in reply

@@ -124,7 +124,7 @@ def chat_handler(app: Any) -> Any:
     return next(f.fn for f in app.fns.values() if f.name == "ask")
 
 
-def ask_ui(ask: Any, chat: list[dict[str, Any]], state: dict[str, Any], question: str = QUESTION):
+def ask_ui(ask: Any, chat: list[dict[str, Any]], state: Any, question: str = QUESTION):
     t0 = time.monotonic()
     outputs = list(ask(question, chat, state, 5, "llm", None, None, None, None))
     chat, state = outputs[-1][0], outputs[-1][1]
@@ -147,39 +147,40 @@ FAULTS: list[tuple[str, dict[str, Any], str, bool]] = [
 
 
 def test_the_chat_survives_every_llm_fault(rt: Runtime) -> None:
-    from ui.app import _new_session, build_app
+    from ui.app import build_app
+    from ui.tabs.session import Session
 
     port = free_port()
     stub = FakeOpenAIServer(model="stub-model", api_key=KEY, responder=cite_eppo, port=port).start()
     try:
         ask = chat_handler(build_app(rt, llm_settings(rt, stub.base_url)))
         chat: list[dict[str, Any]] = []
-        state = _new_session()
+        state = Session()
         survived = 0
 
         def normal_answer_works() -> None:
             nonlocal chat, state
-            before = len(state["answers"])
+            before = len(state.answers)
             chat, state, message, _ = ask_ui(ask, chat, state)
-            assert len(state["answers"]) == before + 1 and state["answers"][-1].complete, message
+            assert len(state.answers) == before + 1 and state.answers[-1].complete, message
             assert "pc-error" not in message and "pc-cite" in message and "hacking" in plain(message)
 
         normal_answer_works()
         for kind, params, says, keeps_text in FAULTS:
             stub.reset()
             stub.queue_fault(kind, **params)
-            n_answers = len(state["answers"])
+            n_answers = len(state.answers)
             chat, state, message, seconds = ask_ui(ask, chat, state)
             assert says in plain(message), (kind, message)
             assert seconds < 8, (kind, seconds)  # bounded: 3 × 1 s timeouts and two pauses at most
             if keeps_text:
                 assert "EPPO penalizes" in plain(message), (kind, message)  # what the reader saw stays
             if "before it cited" in says or "unchecked" in says:  # no verified part: a notice, no turn kept
-                assert "pc-error" in message and len(state["answers"]) == n_answers
+                assert "pc-error" in message and len(state.answers) == n_answers
             elif keeps_text:  # the verified part is the turn's answer, flagged incomplete
-                assert state["answers"][-1].complete is False and "pc-cite" in message and "pc-note" in message
+                assert state.answers[-1].complete is False and "pc-cite" in message and "pc-note" in message
             else:
-                assert "pc-error" in message and len(state["answers"]) == n_answers
+                assert "pc-error" in message and len(state.answers) == n_answers
             assert chat[-2]["role"] == "user" and chat[-1]["role"] == "assistant"
             survived += 1
             stub.reset()
@@ -197,7 +198,7 @@ def test_the_chat_survives_every_llm_fault(rt: Runtime) -> None:
         stub.close()
     assert survived == len(FAULTS) + 1
     # the three faults with a verified part kept it as an incomplete turn
-    assert sum(1 for a in state["answers"] if not a.complete) == 3
+    assert sum(1 for a in state.answers if not a.complete) == 3
 
 
 def test_connection_refused_in_the_chain_is_immediate(rt: Runtime) -> None:

@@ -40,13 +40,14 @@ def plain(message: str) -> str:
 
 
 def test_a_chroma_server_that_dies_and_comes_back_needs_no_restart(chroma: ChromaServer, make_runtime) -> None:
-    from ui.app import _new_session, build_app
+    from ui.app import build_app
+    from ui.tabs.session import Session
 
     rt = make_runtime(store={"mode": "server", "port": chroma.port, "timeout_s": 10})
     assert rt.ingestor(progress=False).ingest([EPPO_FILE]).added > 0
     chain = AnswerChain(rt)
     ask = next(f.fn for f in build_app(rt).fns.values() if f.name == "ask")
-    state: dict[str, Any] = _new_session()
+    state = Session()
 
     def ask_ui() -> str:
         outputs = list(ask(QUESTION, [], state, 5, "extractive", None, None, None, None))
