@@ -63,7 +63,7 @@ bench-evals: $(STAMP) ## time `paperchat eval` and `eval-retrieval` from an empt
 	$(BIN)/python -m bench.evals
 
 bench-crash: $(STAMP) ## kill -9 a 2k-paper ingest 20×, verify every round → reports/crash_loop.json
-	$(BIN)/python -m bench.crash_loop
+	$(BIN)/python -m tests.support.crash_loop
 
 bench-load: $(STAMP) ## 20 chat sessions × 60 s against paperchat serve on loopback → reports/load.json
 	$(BIN)/python -m bench.load
