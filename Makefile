@@ -47,11 +47,11 @@ bench-ingest: $(STAMP) ## ingest throughput vs the bare encoder on Cranfield →
 	$(BIN)/python -m bench.ingest_ratio
 
 bench-retrieval: $(STAMP) ## retrieval quality on Cranfield + NeurIPS known-item → docs/benchmarks.md
-	$(BIN)/python -m bench.retrieval
+	$(BIN)/python -m bench.retrieval --docs
 
 SYSTEMS ?= shipped bm25 dense rrf
 bench-quality: $(STAMP) ## SYSTEMS × Cranfield, NeurIPS known-item, seed + NeurIPS distractors, neurips dev/test → reports/quality_sweep.md
-	$(BIN)/python -m bench.quality_sweep --systems $(SYSTEMS)
+	$(BIN)/python -m bench.retrieval --systems $(SYSTEMS)
 
 bench-latency: $(STAMP) ## warm `ask` latency on the sample corpus → docs/benchmarks.md
 	$(BIN)/python -m bench.latency

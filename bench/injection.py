@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.common import ROOT
 from tests.support.injection import (
     Case,
     Outcome,
@@ -31,8 +32,6 @@ from tests.support.injection import (
     run,
     summarise,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def evaluate(cases: list[Case], embedder: Any = None) -> list[Outcome]:

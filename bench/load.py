@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common import ROOT, pct
 from tests.support.servers import PaperchatServer
 
 log = logging.getLogger("bench.load")
-ROOT = Path(__file__).resolve().parents[1]
 SEED_SET = ROOT / "evals" / "sets" / "seed.jsonl"
 SAMPLE = sorted((ROOT / "data" / "sample").glob("*.txt"))
 DEFAULT_OUT = ROOT / "reports" / "load.json"
@@ -140,13 +140,6 @@ def session(idx: int, url: str, convs: list[dict[str, Any]], deadline: float, th
             pass
 
 
-def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return round(s[min(len(s) - 1, max(0, round(q * len(s)) - 1))], 3)
-
-
 def drive(url: str, convs: list[dict[str, Any]], sessions: int, seconds: float, think_s: float,
           seed: int) -> tuple[list[dict[str, Any]], float]:
     """``sessions`` concurrent sessions until ``seconds`` have passed; every question's record, elapsed time."""
@@ -189,9 +182,9 @@ def run_load(sessions: int = 20, seconds: float = 60.0, rpm: int | None = None, 
         "sessions": sessions, "seconds": seconds, "elapsed_s": round(elapsed, 1), "rpm": rpm or "default",
         "think_s": think_s, "questions": len(questions), "answered": len(lat), "errors": len(errors),
         "outcomes": outcomes, "throughput_qps": round(len(lat) / elapsed, 2) if elapsed else None,
-        "latency_s": {"p50": pct(lat, 0.5), "p95": pct(lat, 0.95), "max": max(lat) if lat else None,
+        "latency_s": {"p50": pct(lat, 50), "p95": pct(lat, 95), "max": max(lat) if lat else None,
                       "mean": round(statistics.fmean(lat), 3) if lat else None},
-        "first_update_s": {"p50": pct(first, 0.5), "p95": pct(first, 0.95)},
+        "first_update_s": {"p50": pct(first, 50), "p95": pct(first, 95)},
         "error_examples": sorted({r.get("detail", "") for r in errors})[:5],
         "server_log_failures": server_log.count("failed"), "server_log_tracebacks": server_log.count("Traceback"),
         "server_alive_at_end": server_alive, "records": records,
