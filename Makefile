@@ -47,11 +47,11 @@ bench-ingest: $(STAMP) ## ingest throughput vs the bare encoder on Cranfield →
 	$(BIN)/python -m bench.ingest_ratio
 
 bench-retrieval: $(STAMP) ## retrieval quality on Cranfield + NeurIPS known-item → docs/benchmarks.md
-	$(BIN)/python -m bench.retrieval
+	$(BIN)/python -m bench.retrieval --docs
 
 SYSTEMS ?= shipped bm25 dense rrf
 bench-quality: $(STAMP) ## SYSTEMS × Cranfield, NeurIPS known-item, seed + NeurIPS distractors, neurips dev/test → reports/quality_sweep.md
-	$(BIN)/python -m bench.quality_sweep --systems $(SYSTEMS)
+	$(BIN)/python -m bench.retrieval --systems $(SYSTEMS)
 
 bench-latency: $(STAMP) ## warm `ask` latency on the sample corpus → docs/benchmarks.md
 	$(BIN)/python -m bench.latency
@@ -63,7 +63,7 @@ bench-evals: $(STAMP) ## time `paperchat eval` and `eval-retrieval` from an empt
 	$(BIN)/python -m bench.evals
 
 bench-crash: $(STAMP) ## kill -9 a 2k-paper ingest 20×, verify every round → reports/crash_loop.json
-	$(BIN)/python -m bench.crash_loop
+	$(BIN)/python -m tests.support.crash_loop
 
 bench-load: $(STAMP) ## 20 chat sessions × 60 s against paperchat serve on loopback → reports/load.json
 	$(BIN)/python -m bench.load

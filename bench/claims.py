@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.report import machine
+from bench.common import machine
 from evals.sets import SETS_DIR
 from rag.analysis import analyze
 from rag.config import get_settings, prepare_runtime

@@ -18,10 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.report import machine, update_section
-from tests.support.data import CRANFIELD
+from bench.common import CRANFIELD, ROOT, machine, update_section
 
-ROOT = Path(__file__).resolve().parents[1]
 PAPERCHAT = Path(sys.executable).with_name("paperchat")
 
 

@@ -18,11 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.report import machine, update_section
-from tests.support.data import CRANFIELD_CORPUS
+from bench.common import CRANFIELD_CORPUS, ROOT, machine, update_section
 
 log = logging.getLogger("bench.ingest_ratio")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _bare_encoder(embedder: object) -> Any:

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.report import machine
+from bench.common import NIPS, machine
 from evals.sets import SETS_DIR, rule_matches
 from evals.throwaway import throwaway_runtime
 from rag.analysis import analyze
@@ -55,7 +55,6 @@ from rag.qa.retrieval import PaperHit
 from rag.records import StoredPaper, authors_short
 from rag.resources import sample_corpus
 from rag.text import normalize_abstract, plain_text, split_sentences, strip_html
-from tests.support.data import NIPS
 
 log = logging.getLogger(__name__)
 

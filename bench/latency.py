@@ -26,10 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.report import machine, update_section
-from evals.metrics import percentile
+from bench.common import ROOT, machine, percentile, update_section
 
-ROOT = Path(__file__).resolve().parents[1]
 BUSY_LOAD = 1.5  # 1-minute load average above which the figures are flagged as taken on a busy machine
 
 

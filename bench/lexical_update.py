@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import ROOT, percentile
 
 
 def rows(corpus: Path, start: int, n: int) -> Iterator[dict[str, Any]]:
@@ -66,10 +66,6 @@ def questions(corpus: Path, n_papers: int, count: int, seed: int = 0) -> list[st
 
 def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def p95(xs: list[float]) -> float:
-    return float(np.percentile(xs, 95))
 
 
 # ---------------------------------------------------------------- engines (children)
@@ -119,7 +115,7 @@ def child_engine(engine: str, step: str, corpus: Path, papers: int, extra: int, 
                     top = np.argpartition(-s, n - 1)[:n]
                     top[np.argsort(-s[top], kind="stable")]
                 times.append((time.perf_counter() - t) * 1000)
-            out.update(p50_ms=round(statistics.median(times), 2), p95_ms=round(p95(times), 2))
+            out.update(p50_ms=round(statistics.median(times), 2), p95_ms=round(percentile(times, 95), 2))
     elif engine == "fts5":
         db = folder / "fts.sqlite"
         if step == "build":
@@ -151,7 +147,7 @@ def child_engine(engine: str, step: str, corpus: Path, papers: int, extra: int, 
                 con.execute("SELECT pid, bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 100",
                             (" OR ".join(f'"{w}"' for w in terms),)).fetchall()
                 times.append((time.perf_counter() - t) * 1000)
-            out.update(p50_ms=round(statistics.median(times), 2), p95_ms=round(p95(times), 2))
+            out.update(p50_ms=round(statistics.median(times), 2), p95_ms=round(percentile(times, 95), 2))
     elif engine == "tantivy":
         def schema() -> Any:
             sb = tantivy.SchemaBuilder()
@@ -192,7 +188,7 @@ def child_engine(engine: str, step: str, corpus: Path, papers: int, extra: int, 
                 query = index.parse_query(" ".join(terms), ["body"])
                 searcher.search(query, 100)
                 times.append((time.perf_counter() - t) * 1000)
-            out.update(p50_ms=round(statistics.median(times), 2), p95_ms=round(p95(times), 2))
+            out.update(p50_ms=round(statistics.median(times), 2), p95_ms=round(percentile(times, 95), 2))
     out.update(seconds=round(time.perf_counter() - t0, 3), peak_rss_mb=round(peak_mb()))
     return out
 

@@ -22,24 +22,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import random
 import re
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.support.servers import free_port
+from bench.common import ROOT, pct
+from tests.support.servers import PaperchatServer
 
 log = logging.getLogger("bench.load")
-ROOT = Path(__file__).resolve().parents[1]
 SEED_SET = ROOT / "evals" / "sets" / "seed.jsonl"
 SAMPLE = sorted((ROOT / "data" / "sample").glob("*.txt"))
 DEFAULT_OUT = ROOT / "reports" / "load.json"
@@ -56,79 +52,6 @@ def conversations(path: Path = SEED_SET) -> list[dict[str, Any]]:
             out.append({"id": row["id"], "type": row.get("type", ""), "turns": row.get("turns") or [row["question"]],
                         "answerable": bool(row.get("answerable", True))})
     return out
-
-
-def server_env(home: Path, rpm: int | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCHAT_")}  # extractive: no LLM url
-    env.update({"PAPERCHAT_HOME": str(home), "ANONYMIZED_TELEMETRY": "False", "GRADIO_ANALYTICS_ENABLED": "False"})
-    if rpm:
-        env["PAPERCHAT_LIMITS__REQUESTS_PER_MINUTE"] = str(rpm)
-    return env
-
-
-class Server:
-    """`paperchat serve` over the sample corpus in ``home``, as a subprocess in its own process group."""
-
-    def __init__(self, home: Path, rpm: int | None = None, ready_timeout: float = 600.0) -> None:
-        self.home, self.port = home, free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
-        self.env = server_env(home, rpm)
-        self.log_path = home / "serve.log"
-        self.ready_timeout = ready_timeout
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Server:
-        self.home.mkdir(parents=True, exist_ok=True)
-        ingest = subprocess.run([sys.executable, "-m", "rag.cli", "ingest", *map(str, SAMPLE)], cwd=self.home,
-                                env=self.env, capture_output=True, text=True, timeout=900)
-        if ingest.returncode != 0:
-            raise RuntimeError(f"ingest of the sample corpus failed: {ingest.stderr[-1000:]}")
-        log.info("sample corpus: %s", ingest.stdout.strip())
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "rag.cli", "serve", "--port", str(self.port)],
-                                     cwd=self.home, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _wait_ready(self) -> None:
-        assert self.proc is not None
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"paperchat serve exited {self.proc.returncode}: {self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.url, timeout=5) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"paperchat serve not ready after {self.ready_timeout:.0f} s: {self.log_tail()}")
-
-    def log_tail(self, n: int = 2000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-n:]
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=20)
-        if getattr(self, "_log", None):
-            self._log.close()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def reply_text(chat: list[dict[str, Any]] | None) -> str:
@@ -217,13 +140,6 @@ def session(idx: int, url: str, convs: list[dict[str, Any]], deadline: float, th
             pass
 
 
-def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return round(s[min(len(s) - 1, max(0, round(q * len(s)) - 1))], 3)
-
-
 def drive(url: str, convs: list[dict[str, Any]], sessions: int, seconds: float, think_s: float,
           seed: int) -> tuple[list[dict[str, Any]], float]:
     """``sessions`` concurrent sessions until ``seconds`` have passed; every question's record, elapsed time."""
@@ -247,7 +163,7 @@ def run_load(sessions: int = 20, seconds: float = 60.0, rpm: int | None = None, 
     tmp = tempfile.TemporaryDirectory(prefix="paperchat-load-") if workdir is None else None
     home = Path(tmp.name if tmp else str(workdir)) / "home"
     try:
-        with Server(home, rpm=rpm) as srv:
+        with PaperchatServer(home, SAMPLE, rpm=rpm) as srv:
             log.info("server up at %s; %d sessions for %.0f s", srv.url, sessions, seconds)
             records, elapsed = drive(srv.url, convs, sessions, seconds, think_s, seed)
             server_log = srv.log_tail(200_000)
@@ -266,9 +182,9 @@ def run_load(sessions: int = 20, seconds: float = 60.0, rpm: int | None = None, 
         "sessions": sessions, "seconds": seconds, "elapsed_s": round(elapsed, 1), "rpm": rpm or "default",
         "think_s": think_s, "questions": len(questions), "answered": len(lat), "errors": len(errors),
         "outcomes": outcomes, "throughput_qps": round(len(lat) / elapsed, 2) if elapsed else None,
-        "latency_s": {"p50": pct(lat, 0.5), "p95": pct(lat, 0.95), "max": max(lat) if lat else None,
+        "latency_s": {"p50": pct(lat, 50), "p95": pct(lat, 95), "max": max(lat) if lat else None,
                       "mean": round(statistics.fmean(lat), 3) if lat else None},
-        "first_update_s": {"p50": pct(first, 0.5), "p95": pct(first, 0.95)},
+        "first_update_s": {"p50": pct(first, 50), "p95": pct(first, 95)},
         "error_examples": sorted({r.get("detail", "") for r in errors})[:5],
         "server_log_failures": server_log.count("failed"), "server_log_tracebacks": server_log.count("Traceback"),
         "server_alive_at_end": server_alive, "records": records,

@@ -35,7 +35,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import ROOT
+
 PYTHON = ROOT / ".venv" / "bin" / "python"
 
 

@@ -15,9 +15,7 @@ import json
 import random
 from pathlib import Path
 
-from tests.support.data import NIPS
-
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import NIPS
 
 
 def build(out: Path, n_queries: int = 300, seed: int = 13) -> Path:

@@ -22,9 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.data import CRANFIELD_CORPUS
-
-ROOT = Path(__file__).resolve().parents[1]
+from bench.common import CRANFIELD_CORPUS
 
 
 def timed_ingest(home: Path, corpus: Path, ray: str | None, env: dict[str, str]) -> dict[str, Any]:

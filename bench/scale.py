@@ -41,12 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import synth
-from bench.report import DOC, machine, update_section
+from bench.common import DOC, ROOT, machine, percentile, update_section
 from tests.support.servers import ChromaServer
 
 log = logging.getLogger("bench.scale")
 
-ROOT = Path(__file__).resolve().parents[1]
 IMG_DIR = ROOT / "docs" / "img"
 WORKDIR = Path("~/.cache/paperchat-bench/scale").expanduser()
 BIN = Path(sys.executable).parent
@@ -60,14 +59,6 @@ TARGETS = {"ratio": 0.85, "retrieve_p95_ms": 150, "answer_p95_ms": 500, "rss_mb"
 
 
 # ---------------------------------------------------------------- helpers
-
-def percentile(xs: list[float], p: float) -> float:
-    """Nearest-rank percentile (p in 0..100)."""
-    if not xs:
-        return 0.0
-    s = sorted(xs)
-    return s[min(len(s) - 1, max(0, -(-len(s) * p // 100) - 1))]
-
 
 def summary(xs: list[float]) -> dict[str, float]:
     return {"n": len(xs), "p50": round(percentile(xs, 50), 1), "p95": round(percentile(xs, 95), 1),

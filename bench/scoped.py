@@ -23,15 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.common import ROOT, pct
 from bench.scale import WORKDIR, ensure_corpus, ingest, questions
 
-ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("bench.scoped")
-
-
-def _p(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))], 1)
 
 
 def measure(home: Path, qs: list[str], members: int, seed: int) -> dict[str, Any]:
@@ -79,7 +74,7 @@ def measure(home: Path, qs: list[str], members: int, seed: int) -> dict[str, Any
         out: dict[str, Any] = {"papers": len(rt.store.paper_ids()), "members": members, "questions": len(qs) - 5,
                                "author": author, "scoped_hits_all_inside": inside == len(qs) - 5}
         for way, xs in ways.items():
-            out[way] = {"p50_ms": _p(xs, 0.5), "p95_ms": _p(xs, 0.95), "mean_ms": round(statistics.mean(xs), 1)}
+            out[way] = {"p50_ms": pct(xs, 50, 1), "p95_ms": pct(xs, 95, 1), "mean_ms": round(statistics.mean(xs), 1)}
         out["collection_vs_unscoped_p95"] = round(out["collection"]["p95_ms"] / out["unscoped"]["p95_ms"], 3)
         out["collection_vs_author_p95"] = round(out["collection"]["p95_ms"] / out["author"]["p95_ms"], 3)
         return out

@@ -47,11 +47,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from tests.support.data import CRANFIELD_CORPUS, NIPS
+from bench.common import CRANFIELD_CORPUS, NIPS, ROOT
 
 log = logging.getLogger("bench.synth")
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = ROOT / "data" / "sample"
 
 ML, AERO = "ml", "aero"

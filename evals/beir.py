@@ -114,7 +114,7 @@ def evaluate(root: Path, settings: Settings, systems: dict[str, dict[str, Any]] 
 def retriever_for(rt: Any, opts: dict[str, Any], embedder: Any = None) -> Any:
     """A Retriever on ``rt``'s store for system options: ``mode`` plus RetrievalSettings overrides; it embeds
     queries with ``embedder`` (default ``rt``'s). ``retriever`` names a Retriever subclass as ``module:Class``
-    (variants under study, e.g. bench/retrieval_ideas.py)."""
+    (variants under study, e.g. tests/support/retrievers.py)."""
     import importlib
 
     from rag.qa.retrieval import Retriever

@@ -1,6 +1,6 @@
 """Eval question sets: JSONL, one case per line, validated with errors that name the file, line and field.
 
-The schema is documented in evals/sets/README.md (and summarised in the top-level README). Gold papers
+The schema is documented in evals/sets/README.md (and summarised in docs/evals.md). Gold papers
 are *match rules* (id, author, abstract prefix, title substring) resolved against the stored papers at
 run time, so a set survives a re-ingest that changes ids.
 """

@@ -1,10 +1,11 @@
-"""The README's module map, made from the tree: one line per module of rag/, ui/ and evals/, taken from the
-first sentence of that module's docstring, so the map cannot drift from the code.
+"""The module map (docs/architecture.md, "Every module"; the README links to it), made from the tree: one line
+per module of rag/, ui/ and evals/, taken from the first sentence of that module's docstring, so the map cannot
+drift from the code.
 
     python -m tests.readme_map          # print the map
-    python -m tests.readme_map --write  # rewrite it in README.md, between the map markers
+    python -m tests.readme_map --write  # rewrite it in docs/architecture.md, between the map markers
 
-tests/test_readme_map.py fails when README.md differs from what this makes, or a module has no docstring.
+tests/test_readme_map.py fails when the map there differs from what this makes, or a module has no docstring.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+README = ROOT / "docs" / "architecture.md"  # where the map lives (the README links to it)
 PACKAGES = ("rag", "ui", "evals")
 WIDTH = 100  # longest summary kept whole; a longer first sentence is cut at a word
 START, END = "<!-- module map: made by `python -m tests.readme_map --write` -->", "<!-- end of module map -->"
@@ -59,7 +60,7 @@ def current(text: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--write", action="store_true", help="rewrite the map in README.md")
+    ap.add_argument("--write", action="store_true", help="rewrite the map in docs/architecture.md")
     args = ap.parse_args()
     made = make_map()
     if not args.write:

@@ -1,7 +1,8 @@
 """The import rules that keep the two flows readable, checked by reading every import in rag/ (late ones
 inside functions included): the index never imports qa or ingest, ingest never imports qa, only the CLI
 wires in the front ends (ui, evals, bench), the text leaves import nothing from rag, and the rag import
-graph has no cycle. Also that importing the store or the lexical index stays light (no LangChain, Gradio,
+graph has no cycle; no test imports bench.
+Also that importing the store or the lexical index stays light (no LangChain, Gradio,
 evals or ui), as a process that only reads the index relies on.
 """
 
@@ -149,6 +150,13 @@ def test_rag_import_graph_has_no_cycle() -> None:
     if cycle:
         steps = [f"  {graph[a][b].where()}  ({a} → {b})" for a, b in zip(cycle, cycle[1:])]
         pytest.fail("import cycle " + " → ".join(cycle) + ":\n" + "\n".join(steps))
+
+
+def test_no_test_imports_bench() -> None:
+    """Tests stand on tests/support; a benchmark they check runs as a script (tests/support/scripts.py)."""
+    tests = {_module_name(p): p for p in sorted((ROOT / "tests").rglob("*.py"))}
+    found = [i.where() for i in scan(tests) if _within(i.target, "bench")]
+    assert not found, "tests import bench:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("module", ["rag.index.store", "rag.index.lexical"])

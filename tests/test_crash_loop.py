@@ -1,7 +1,7 @@
 """Kill -9 during ingest, at random moments, then re-run: the store ends exactly as the input says.
 
 The small loop always runs; ``pytest --long`` runs the full size (2,000 papers, 20 kills), which
-is also ``python -m bench.crash_loop``. The verifier itself is checked to catch a broken store."""
+is also ``python -m tests.support.crash_loop``. The verifier itself is checked to catch a broken store."""
 
 from __future__ import annotations
 
@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import crash_loop
-from tests.support.data import DATASETS
+from tests.support import crash_loop
+from tests.support.data import CRANFIELD_CORPUS, NIPS
 
-DATA = DATASETS
-needs_data = pytest.mark.requires_data(DATA / "cranfield" / "corpus.jsonl", DATA / "nips-2013-2015")
+needs_data = pytest.mark.requires_data(CRANFIELD_CORPUS, NIPS)
 
 
 def _failures(res: dict) -> list:
@@ -39,7 +38,7 @@ def test_small_crash_loop_keeps_every_invariant(tmp_path: Path) -> None:
 @pytest.mark.timeout(7200)
 def test_long_crash_loop(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if not request.config.getoption("--long", default=False):
-        pytest.skip("long variant: pytest --long (plugin tests.plugins.long), or python -m bench.crash_loop")
+        pytest.skip("long variant: pytest --long (plugin tests.plugins.long), or python -m tests.support.crash_loop")
     res = crash_loop.run_loop(papers=2000, kills=20, kills_per_round=2, seed=0, workdir=tmp_path)
     assert _failures(res) == []
     assert res["kills"] == 20

@@ -1,4 +1,4 @@
-"""Prompt injection through abstracts and questions (cases in bench/injection.py), in both modes.
+"""Prompt injection through abstracts and questions (cases in tests/support/injection.py), in both modes.
 
 Guaranteed, and checked here: the answer text, every citation's summary and evidence, and the warnings never
 contain a canary planted by an injection; every citation names a retrieved paper of the store; the prompt
@@ -17,7 +17,10 @@ from typing import Any
 
 import pytest
 
-from bench.injection import (
+from rag.qa.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD
+from tests.conftest import SAMPLE
+from tests.support.data import CRANFIELD_CORPUS, NIPS
+from tests.support.injection import (
     CANARY,
     Case,
     build_cases,
@@ -28,9 +31,6 @@ from bench.injection import (
     load_templates,
     run,
 )
-from rag.qa.prompts import SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_PROMPT, WITHHELD
-from tests.conftest import SAMPLE
-from tests.support.data import CRANFIELD_CORPUS, NIPS
 
 CASES = build_cases()
 TUNED = [c for c in CASES if c.kind == "abstract" and not c.held_out]
@@ -73,7 +73,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[d
 
 @pytest.fixture(scope="module")
 def blind_setup(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[dict[str, Any]]:
-    """The sample corpus plus the blind set's hostile papers (a store of their own, as in bench/injection.py)."""
+    """The sample corpus plus the blind set's hostile papers (a store of their own, as in python -m bench.injection)."""
     yield from _hostile_store(tmp_path_factory.mktemp("injection-blind-home"), embedder, [c.paper for c in BLIND])
 
 

@@ -1,15 +1,28 @@
-"""Concurrent chat sessions against a real `paperchat serve` over loopback (extractive mode).
+"""Concurrent chat sessions against a real `paperchat serve` over loopback (extractive mode), run as the load
+benchmark runs them (``python -m bench.load``) and checked through its results file.
 
-The small run always runs; ``pytest --long`` runs the issue's 20 sessions × 60 s, which is also
-``python -m bench.load``."""
+The small run always runs; ``pytest --long`` runs the issue's 20 sessions × 60 s."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from bench import load
+from tests.support.data import ROOT
+from tests.support.scripts import run_module
+from tests.support.servers import PaperchatServer
+
+
+def _load(tmp_path: Path, sessions: int, seconds: int) -> dict:
+    out = tmp_path / "load.json"
+    proc = run_module("bench.load", "--sessions", str(sessions), "--seconds", str(seconds), "--out", str(out),
+                      timeout=1700)
+    assert out.exists(), proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert proc.returncode == (0 if res["errors"] == 0 else 1), proc.stderr[-3000:]
+    return res
 
 
 def _check(res: dict) -> None:
@@ -27,36 +40,20 @@ def _check(res: dict) -> None:
 
 @pytest.mark.timeout(900)  # ~40 s on an idle machine: model load, ingest of 40 papers, server start, 10 s of load
 def test_three_sessions_for_ten_seconds(tmp_path: Path) -> None:
-    res = load.run_load(sessions=3, seconds=10, seed=0, workdir=tmp_path)
+    res = _load(tmp_path, sessions=3, seconds=10)
     _check(res)
     assert res["questions"] >= 3
     assert {r["session"] for r in res["records"]} == {0, 1, 2}
+    assert res["command"].startswith("python -m bench.load --sessions 3")
 
 
-def test_server_is_stopped_even_when_the_load_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    started: list[load.Server] = []
-    real_enter = load.Server.__enter__
-
-    def enter(self: load.Server) -> load.Server:
-        started.append(self)
-        return real_enter(self)
-
-    def boom(*_: object, **__: object) -> None:
+@pytest.mark.timeout(900)
+def test_the_server_is_stopped_even_when_what_runs_inside_fails(tmp_path: Path) -> None:
+    server = PaperchatServer(tmp_path / "home", sorted((ROOT / "data" / "sample").glob("*.txt"))[:2])
+    with pytest.raises(RuntimeError, match="the load driver crashed"), server:
+        assert server.proc is not None and server.proc.poll() is None  # serving
         raise RuntimeError("the load driver crashed")
-
-    monkeypatch.setattr(load.Server, "__enter__", enter)
-    monkeypatch.setattr(load, "drive", boom)
-    with pytest.raises(RuntimeError, match="driver crashed"):
-        load.run_load(sessions=1, seconds=1, workdir=tmp_path)
-    assert started and started[0].proc is not None and started[0].proc.poll() is not None
-
-
-def test_reply_classification() -> None:
-    assert load.classify('<span class="pc-error">&#9888; too many questions</span>') == "error"
-    assert load.classify('<span class="pc-meta"></span>') == "empty"
-    assert load.classify("I can&#x27;t answer that from the papers in this collection.") == "cannot-answer"
-    assert load.classify('X <a class="pc-cite" href="#pc-card-0-1">&#91;1&#93;</a>') == "cited"
-    assert load.classify("text without citations") == "uncited"
+    assert server.proc is not None and server.proc.poll() is not None
 
 
 @pytest.mark.slow
@@ -64,5 +61,4 @@ def test_reply_classification() -> None:
 def test_twenty_sessions_for_sixty_seconds(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if not request.config.getoption("--long", default=False):
         pytest.skip("long variant: pytest --long (plugin tests.plugins.long), or python -m bench.load")
-    res = load.run_load(sessions=20, seconds=60, seed=0, workdir=tmp_path)
-    _check(res)
+    _check(_load(tmp_path, sessions=20, seconds=60))

@@ -1,5 +1,5 @@
-"""README.md's module map is the one made from the tree (tests/readme_map.py): every module listed once, with
-the first line of its docstring."""
+"""The module map in docs/architecture.md (linked from README.md) is the one made from the tree
+(tests/readme_map.py): every module listed once, with the first line of its docstring."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ def test_every_module_has_a_docstring() -> None:
 def test_readme_map_matches_the_tree() -> None:
     text = readme_map.README.read_text(encoding="utf-8")
     block = readme_map.current(text)
-    assert block, "README.md has no module map markers"
+    assert block, f"{readme_map.README} has no module map markers"
     made = readme_map.make_map()
     if block != made:
         listed = {line.split()[0] for line in block.splitlines()[2:-2] if line.strip()}
         actual = {line.split()[0] for line in made.splitlines()[2:-2] if line.strip()}
         raise AssertionError(
-            "README.md's module map is out of date; run `python -m tests.readme_map --write`.\n"
-            f"  missing from README: {sorted(actual - listed)}\n  no longer in the tree: {sorted(listed - actual)}")
+            "docs/architecture.md's module map is out of date; run `python -m tests.readme_map --write`.\n"
+            f"  missing from the map: {sorted(actual - listed)}\n  no longer in the tree: {sorted(listed - actual)}")
 
 
 def test_the_map_follows_the_tree(tmp_path) -> None:

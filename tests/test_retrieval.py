@@ -16,6 +16,7 @@ from rag.index.lexical import paper_text
 from rag.index.paper_query import PaperQuery
 from rag.qa.retrieval import Retriever, rrf, score_fusion
 from tests.helpers import chunk_ids
+from tests.support.bm25_oracle import export_bm25s
 
 
 @pytest.fixture
@@ -203,7 +204,7 @@ def test_bm25s_reads_the_saved_index_and_scores_alike(sample_rt, tmp_path) -> No
 
     lex = sample_rt.lexical
     lex.sync(sample_rt.store)
-    lex.export_bm25s(tmp_path / "bm25")
+    export_bm25s(lex, tmp_path / "bm25")
     bm = bm25s.BM25.load(str(tmp_path / "bm25"))
     assert bm.scores["indices"].max() < len(lex) and bm.vocab_dict
     for q in ["energy loss reward hacking PPO", "federated learning heterogeneous clients", "weather forecast"]:

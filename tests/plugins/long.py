@@ -10,4 +10,4 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true", default=False,
-                     help="run the long reliability variants (bench.crash_loop, bench.load at full size; minutes)")
+                     help="run the long reliability variants (crash loop, load at full size; minutes)")

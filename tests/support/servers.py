@@ -1,4 +1,5 @@
-"""Local servers for the tests and the benchmarks: a free port on 127.0.0.1, and a real ``chroma run``.
+"""Local servers for the tests and the benchmarks: a free port on 127.0.0.1, a real ``chroma run``, and a real
+``paperchat serve`` over an ingested corpus (``PaperchatServer``).
 
     with ChromaServer(tmp / "chroma") as chroma:      # a free port, ready once its heartbeat answers
         settings = get_settings(store={"mode": "server", "port": chroma.port})
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import hmac
 import http.client
+import logging
 import os
 import shutil
 import signal
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+log = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 # Loopback only: a developer's http_proxy must not see (or break) the heartbeat.
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -288,4 +291,79 @@ class ChromaServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def server_env(home: Path, rpm: int | None) -> dict[str, str]:
+    """This process's environment without its PAPERCHAT_* settings (extractive mode), for a server in ``home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCHAT_")}  # extractive: no LLM url
+    env.update({"PAPERCHAT_HOME": str(home), "ANONYMIZED_TELEMETRY": "False", "GRADIO_ANALYTICS_ENABLED": "False"})
+    if rpm:
+        env["PAPERCHAT_LIMITS__REQUESTS_PER_MINUTE"] = str(rpm)
+    return env
+
+
+class PaperchatServer:
+    """``paperchat ingest`` of ``corpus`` into ``home``, then ``paperchat serve`` on a free port, as a subprocess in its
+    own process group; stopped (SIGTERM, then SIGKILL) on exit, whatever happened inside the ``with``."""
+
+    def __init__(self, home: Path, corpus: list[Path], rpm: int | None = None, ready_timeout: float = 600.0) -> None:
+        self.home, self.corpus, self.port = home, corpus, free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.env = server_env(home, rpm)
+        self.log_path = home / "serve.log"
+        self.ready_timeout = ready_timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> PaperchatServer:
+        self.home.mkdir(parents=True, exist_ok=True)
+        ingest = subprocess.run([sys.executable, "-m", "rag.cli", "ingest", *map(str, self.corpus)], cwd=self.home,
+                                env=self.env, capture_output=True, text=True, timeout=900)
+        if ingest.returncode != 0:
+            raise RuntimeError(f"ingest of the corpus failed: {ingest.stderr[-1000:]}")
+        log.info("corpus: %s", ingest.stdout.strip())
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "rag.cli", "serve", "--port", str(self.port)],
+                                     cwd=self.home, env=self.env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"paperchat serve exited {self.proc.returncode}: {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"paperchat serve not ready after {self.ready_timeout:.0f} s: {self.log_tail()}")
+
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=20)
+        if getattr(self, "_log", None):
+            self._log.close()
+
+    def __exit__(self, *exc: object) -> None:
         self.stop()

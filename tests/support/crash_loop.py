@@ -1,6 +1,6 @@
 """Kill -9 `paperchat ingest` at random moments, re-run it, and check the store after every round.
 
-    python -m bench.crash_loop [--papers 2000] [--kills 20] [--kills-per-round 2] [--seed N]
+    python -m tests.support.crash_loop [--papers 2000] [--kills 20] [--kills-per-round 2] [--seed N]
                                [--batch-papers 200] [--edit-fraction 0.1] [--out FILE] [--json]
 
 Input: the first N real records — NeurIPS 2013–2015 (CSV) and Cranfield (BEIR corpus.jsonl) —
@@ -51,8 +51,8 @@ from typing import Any
 
 from tests.support.data import CRANFIELD_CORPUS, NIPS
 
-log = logging.getLogger("bench.crash_loop")
-ROOT = Path(__file__).resolve().parents[1]
+log = logging.getLogger("tests.support.crash_loop")
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "reports" / "crash_loop.json"
 CRAN_SHARE = 0.4  # of N taken from Cranfield (the only source whose ids survive an abstract edit)
 
@@ -362,7 +362,7 @@ def _paperchat_stats() -> dict[str, Any]:
 def verify_in_subprocess(home: Path, expected_file: Path, markers: dict[str, list[str]], current: str,
                          env: dict[str, str], cwd: Path) -> dict[str, Any]:
     spec = {"home": str(home), "expected": str(expected_file), "markers": markers, "current": current}
-    out = subprocess.run([sys.executable, "-m", "bench.crash_loop", "--verify", json.dumps(spec)], cwd=cwd,
+    out = subprocess.run([sys.executable, "-m", "tests.support.crash_loop", "--verify", json.dumps(spec)], cwd=cwd,
                          env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         return {"ok": False, "problems": [f"verifier failed ({out.returncode}): {out.stderr.strip()[-1500:]}"]}
@@ -512,7 +512,7 @@ def summary(res: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.crash_loop", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tests.support.crash_loop", description=__doc__.split("\n\n")[0])
     p.add_argument("--papers", type=int, default=2000, help="records taken from NeurIPS + Cranfield")
     p.add_argument("--kills", type=int, default=20, help="SIGKILLs that hit a running ingest")
     p.add_argument("--kills-per-round", type=int, default=2, help="kills in a row before a completing run")
@@ -535,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
              args.kills, args.kills_per_round, args.seed, args.batch_papers)
     res = run_loop(args.papers, args.kills, args.kills_per_round, args.seed, args.batch_papers, args.edit_fraction,
                    seed_cache=args.seed_cache)
-    res["command"] = "python -m bench.crash_loop " + " ".join(argv if argv is not None else sys.argv[1:])
+    res["command"] = "python -m tests.support.crash_loop " + " ".join(argv if argv is not None else sys.argv[1:])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=1))
     print(json.dumps(res) if args.json else summary(res) + f"\nresults: {args.out}")
