@@ -24,6 +24,12 @@ class WordClass:
     def __contains__(self, word: object) -> bool:
         return word in self.words
 
+    @classmethod
+    def joined(cls, name: str, *classes: WordClass, but: WordClass | None = None) -> WordClass:
+        """The words of ``classes``, except those of ``but``: one named class made of others."""
+        words = frozenset(w for c in classes for w in c.words if but is None or w not in but)
+        return cls(name, words)
+
 
 SETTING_ASIDE = WordClass("verbs that set aside what follows them, as a negation does (direction rule)", frozenset({
     "skip", "skips", "skipped", "skipping", "bypass", "bypasses", "bypassed", "bypassing", "circumvent",
@@ -36,29 +42,35 @@ SETTING_ASIDE = WordClass("verbs that set aside what follows them, as a negation
 # ---- words ---------------------------------------------------------------------------------------
 _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*|[,;:()\u2014]", re.U)
 _BOUNDARY = {",", ";", ":", "(", ")", "\u2014"}
-_NEGATION = {"not", "no", "never", "none", "neither", "nor", "cannot", "without", "fail", "fails", "failed",
-             "failing", "unable", "lack", "lacks", "lacking", "nothing"}
-# Verbs that deny what follows them as a negation does ("overlooks rare events", "eliminates the need for
-# annotations", "avoids retraining"), and contrast markers whose object is what the sentence does not do or
-# say ("rather than the gradients", "instead of retraining", "unlike binary classification").
-_DENY = {"overlook", "overlooks", "overlooked", "overlooking", "ignore", "ignores", "ignored", "ignoring", "neglect",
-         "neglects", "neglected", "neglecting", "avoid", "avoids", "avoided", "avoiding", "eliminate", "eliminates",
-         "eliminated", "eliminating", "miss", "misses", "missed", "instead", "rather", "unlike", "little", "few",
-         "omit", "omits", "omitted", "omitting", "leave-out", "leaves-out", "left-out", "leaving-out",
-         "break-free", "breaks-free", "breaking-free", "broke-free"}
-_CUES = _NEGATION | _DENY
-# What a statement can deny that way ("uses A rather than B", "avoids retraining"); not "unlike X", which names
-# what is contrasted, nor "few"/"little", which may only say how much.
-_STATEMENT_CUES = _CUES - {"unlike", "little", "few", "miss", "misses", "missed"}
-# Contrast cues of a statement ("A instead of B", "A rather than B"): what they set aside is named, not denied.
-_CONTRAST = {"instead", "rather"}
-# Words under which a negated statement can be a fair reading of a positive source ("only one pass" → "does
-# not need two passes"; "instead of retraining" → "does not retrain"), looked for before the word.
-_RESTRICTIVE = _CUES | {"only", "unnecessary", "absent", "absence", "less", "fewer", "merely", "solely", "single",
-                        "beyond", "whereas", "but", "however", "limited", "insufficient", "struggle", "struggles",
-                        "remains", "challenge", "challenging", "difficult", "hard", "inability", "impossible", "poorly",
-                        "remove", "removes", "removed", "removing", "obviate", "obviates", "obviating", "bypass",
-                        "bypasses", "circumvent", "circumvents", "dispense", "dispenses"}
+NEGATION = WordClass("negation words: they negate the words after them", frozenset({
+    "not", "no", "never", "none", "neither", "nor", "cannot", "without", "fail", "fails", "failed", "failing", "unable",
+    "lack", "lacks", "lacking", "nothing"}))
+DENIAL = WordClass(
+    "verbs that deny what follows them as a negation does (\"overlooks rare events\", \"eliminates the need for "
+    "annotations\", \"avoids retraining\"), and contrast markers whose object is what the sentence does not do or say "
+    "(\"rather than the gradients\", \"instead of retraining\", \"unlike binary classification\")", frozenset({
+        "overlook", "overlooks", "overlooked", "overlooking", "ignore", "ignores", "ignored", "ignoring", "neglect",
+        "neglects", "neglected", "neglecting", "avoid", "avoids", "avoided", "avoiding", "eliminate", "eliminates",
+        "eliminated", "eliminating", "miss", "misses", "missed", "instead", "rather", "unlike", "little", "few",
+        "omit", "omits", "omitted", "omitting", "leave-out", "leaves-out", "left-out", "leaving-out",
+        "break-free", "breaks-free", "breaking-free", "broke-free"}))
+NAMING_ONLY = WordClass(
+    "denial cues a statement uses without denying: \"unlike X\" names what is contrasted, \"few\"/\"little\" may "
+    "only say how much", frozenset({"unlike", "little", "few", "miss", "misses", "missed"}))
+CONTRAST = WordClass("contrast cues of a statement (\"A instead of B\", \"A rather than B\"): what they set aside is "
+                     "named, not denied", frozenset({"instead", "rather"}))
+LIMITING = WordClass(
+    "words under which a negated statement can be a fair reading of a positive source (\"only one pass\" → \"does "
+    "not need two passes\"), looked for before the word, besides the negation and denial cues", frozenset({
+        "only", "unnecessary", "absent", "absence", "less", "fewer", "merely", "solely", "single", "beyond", "whereas",
+        "but", "however", "limited", "insufficient", "struggle", "struggles", "remains", "challenge", "challenging",
+        "difficult", "hard", "inability", "impossible", "poorly", "remove", "removes", "removed", "removing",
+        "obviate", "obviates", "obviating", "bypass", "bypasses", "circumvent", "circumvents", "dispense",
+        "dispenses"}))
+CUES = WordClass.joined("negation and denial cues", NEGATION, DENIAL)
+STATEMENT_CUES = WordClass.joined("what a statement can deny with (\"uses A rather than B\", \"avoids retraining\")",
+                                  CUES, but=NAMING_ONLY)
+RESTRICTIVE = WordClass.joined("cues and limiting words", CUES, LIMITING)
 # Words after a word that negate it ("retraining is unnecessary", "annotation-free", "is not needed").
 _NEGATED_AFTER = {"not", "never", "free", "unnecessary", "avoided", "eliminated", "absent", "impossible",
                   "unneeded", "needless", "cannot", "fails", "fail", "failed"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag.qa.claims.lexicon import _BOUNDARY, _CONTRAST, _NEGATION, _STATEMENT_CUES, WINDOW
+from rag.qa.claims.lexicon import _BOUNDARY, CONTRAST, NEGATION, STATEMENT_CUES, WINDOW
 from rag.qa.claims.opposites import _prefixed_opposites
 from rag.qa.claims.phrases import _passive_denials
 from rag.qa.claims.source import Source
@@ -51,13 +51,13 @@ def _negated_claims(ws: tuple[Word, ...], source: Source, cautions: list[str] | 
     ``cautions`` (when given), not to the reasons."""
     reasons = []
     for i in range(len(ws)):
-        if ws[i].surface not in _STATEMENT_CUES or not _is_cue(ws, i):
+        if ws[i].surface not in STATEMENT_CUES or not _is_cue(ws, i):
             continue
         head = _head(ws, i)
         if head is None:
             continue
         h, terms = head
-        if any(ws[k].surface in _NEGATION for k in range(i + 1, h)):
+        if any(ws[k].surface in NEGATION for k in range(i + 1, h)):
             continue  # "does not fail on": a double negation asserts; the source's cue is checked below
         around = _context(ws, h) - terms
         found = [(_overlap(around, source.context(pos)), pos) for pos in source.occurrences(terms)
@@ -71,7 +71,7 @@ def _negated_claims(ws: tuple[Word, ...], source: Source, cautions: list[str] | 
             si, j = top[0]
             why = (f"says \u201c{_quote(ws, i, 1, 2)}\u201d where the abstract says "
                    f"\u201c{_quote(source.words[si], j)}\u201d")
-            if ws[i].surface in _CONTRAST:
+            if ws[i].surface in CONTRAST:
                 if cautions is not None:
                     cautions.append(why)
             else:

@@ -15,16 +15,16 @@ from rag.qa.claims.lexicon import (
     _ANY_POLE,
     _BOUNDARY,
     _CARRIER,
-    _CUES,
-    _DENY,
     _FILLER,
     _NEG_PREFIX,
     _NEGATED_AFTER,
-    _NEGATION,
     _NOT_PREFIXED,
     _PHRASAL,
-    _RESTRICTIVE,
     _TOKEN,
+    CUES,
+    DENIAL,
+    NEGATION,
+    RESTRICTIVE,
     SCOPE,
     SETTING_ASIDE,
     WINDOW,
@@ -75,7 +75,7 @@ def words(text: str) -> tuple[Word, ...]:
 def _is_cue(ws: Sequence[Word], i: int) -> bool:
     """``ws[i]`` negates what follows: "not" but not "not only", "no" but not "no less", "rather" before "than"."""
     w = ws[i].surface
-    if w not in _CUES:
+    if w not in CUES:
         return False
     nxt = ws[i + 1].surface if i + 1 < len(ws) else ""
     prev = ws[i - 1].surface if i else ""
@@ -101,12 +101,12 @@ def _adverbial(ws: Sequence[Word], j: int) -> bool:
 
 def _head(ws: Sequence[Word], i: int) -> tuple[int, frozenset[str]] | None:
     """The first content word a cue at ``i`` negates, as (index, terms); none past a clause mark."""
-    deny = ws[i].surface in _DENY
+    deny = ws[i].surface in DENIAL
     for j in range(i + 1, min(len(ws), i + 1 + SCOPE + 3)):
         w = ws[j].surface
         if w in _BOUNDARY:
             return None
-        if w in _FILLER or w in _NEGATION or (deny and w in _CARRIER) or _adverbial(ws, j):
+        if w in _FILLER or w in NEGATION or (deny and w in _CARRIER) or _adverbial(ws, j):
             continue
         return (j, ws[j].terms) if ws[j].terms else None
     return None
@@ -114,7 +114,7 @@ def _head(ws: Sequence[Word], i: int) -> tuple[int, frozenset[str]] | None:
 
 def _negated(ws: Sequence[Word], j: int) -> bool:
     """A negation cue stands within SCOPE words before ``j``."""
-    return any(ws[i].surface in _NEGATION and _is_cue(ws, i) for i in range(max(0, j - SCOPE - 1), j))
+    return any(ws[i].surface in NEGATION and _is_cue(ws, i) for i in range(max(0, j - SCOPE - 1), j))
 
 
 def set_aside(ws: Sequence[Word], j: int) -> bool:
@@ -144,17 +144,17 @@ def _restricted(ws: Sequence[Word], j: int, strict: bool = False) -> bool:
     closest = -1
     for k in range(max(0, j - WINDOW - 1), j):
         w = ws[k].surface
-        if w in _NEGATION and _is_cue(ws, k):
+        if w in NEGATION and _is_cue(ws, k):
             closest = k
-        elif (w in _RESTRICTIVE and w not in _NEGATION and (w not in _CUES or _is_cue(ws, k))
-              and not (strict and w not in _CUES)
+        elif (w in RESTRICTIVE and w not in NEGATION and (w not in CUES or _is_cue(ws, k))
+              and not (strict and w not in CUES)
               and not (w in {"only", "merely", "solely"} and k and ws[k - 1].surface == "not")):
             return True
     if closest >= 0:
         before = closest - 1
         while before >= 0 and ws[before].surface in _FILLER:
             before -= 1
-        if not (before >= 0 and ws[before].surface in _NEGATION and _is_cue(ws, before)):
+        if not (before >= 0 and ws[before].surface in NEGATION and _is_cue(ws, before)):
             return True
     for k in range(j + 1, min(len(ws), j + 4)):
         if ws[k].surface in _BOUNDARY:
@@ -183,7 +183,7 @@ def _context(ws: tuple[Word, ...], j: int, width: int = WINDOW) -> frozenset[str
             s = ws[k].surface
             if s not in _BOUNDARY:
                 seen += 1
-                if s not in _FILLER and s not in _CUES and not _ANY_POLE.fullmatch(s):
+                if s not in _FILLER and s not in CUES and not _ANY_POLE.fullmatch(s):
                     out |= _word_terms(s)
             k += step
     return frozenset(out)
