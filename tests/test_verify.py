@@ -77,11 +77,17 @@ def test_invalid_citation_removed_and_citations_renumbered(evidence: EvidenceInd
     assert out.answerable
 
 
-def test_unsupported_statement_is_flagged(evidence: EvidenceIndex) -> None:
+def test_an_off_topic_statement_is_not_in_the_source(evidence: EvidenceIndex) -> None:
+    """The on-topic score may only say a statement is not in the cited abstract: a quiet note, never "does not
+    support", and the citation is not marked (only a contradiction marks it)."""
     gen = Generation("The capital of Australia is Canberra, a planned city [1].", [hit(0)])
     out = verify(gen, evidence)
-    assert out.citations and not out.citations[0].supported
-    assert any("may not support" in w for w in out.warnings)
+    st = out.statements[0]
+    assert (st.verdict, st.rule, st.supported) == ("not_in_source", "on_topic", False)
+    assert "is about something else" in st.said and st.source_says in PAPERS[0][3]
+    assert out.citations and out.citations[0].supported
+    assert any(w.startswith("[1] not in the cited abstract: \u201cThe capital") for w in out.warnings), out.warnings
+    assert not any("support" in w.split("(")[0] for w in out.warnings)
 
 
 def test_no_valid_citation_withholds_the_answer(evidence: EvidenceIndex) -> None:
@@ -123,35 +129,53 @@ def one(evidence: EvidenceIndex, text: str, h: PaperHit | None = None):
     return out, out.statements[0]
 
 
-@pytest.mark.parametrize(("text", "because"), [
-    ("EPPO rewards the increase in energy loss in the first layer [1].", "penalizes"),
-    ("EPPO does not mitigate reward hacking [1].", "mitigating"),
+@pytest.mark.parametrize(("text", "rule", "because"), [
+    ("EPPO rewards the increase in energy loss in the first layer [1].", "direction", "penalizes"),
+    ("EPPO does not mitigate reward hacking [1].", "negation", "mitigating"),
 ])
-def test_the_issue_19_contradictions_are_unsupported(evidence: EvidenceIndex, text: str, because: str) -> None:
-    """On the real sample abstract, both statements were supported=True on score alone."""
+def test_the_issue_19_contradictions_are_contradicted(evidence: EvidenceIndex, text: str, rule: str,
+                                                      because: str) -> None:
+    """On the real sample abstract, both statements were supported=True on score alone: now each is contradicted,
+    with the rule, what it said and the source sentence, and its citation is marked."""
     out, st = one(evidence, text)
-    assert not st.supported and because in st.why and st.cited == [1]
+    assert (st.verdict, st.rule, st.supported, st.cited) == ("contradicted", rule, False, [1])
+    assert because in st.why and because in st.said and st.source_says in SAMPLE_EPPO.abstract
     assert not out.citations[0].supported
-    assert any(st.text in w and "does not support" in w and because in w for w in out.warnings)
+    assert any(w.startswith("[1] contradicted: ") and st.text in w and because in w for w in out.warnings)
+
+
+def test_the_old_bar_on_the_eppo_abstract(evidence: EvidenceIndex) -> None:
+    """The old bar's four statements (bench.claims): the true one supported; a flipped verb, a flipped negation
+    and an invented 73% never supported, and the invented number not called a contradiction."""
+    _, st = one(evidence, "EPPO penalizes the increase in energy loss in the final layer during reward calculation "
+                          "[1].")
+    assert st.verdict == "supported", st.why
+    verdicts = [one(evidence, text)[1].verdict for text in (
+        "EPPO rewards the increase in energy loss in the first layer [1].",
+        "EPPO does not mitigate reward hacking [1].",
+        "EPPO mitigates reward hacking in 73% of the evaluated cases [1].")]
+    assert verdicts == ["contradicted", "contradicted", "not_in_source"]
 
 
 def test_a_paraphrase_is_supported(evidence: EvidenceIndex) -> None:
     out, st = one(evidence, "EPPO penalizes increases in the final-layer energy loss when computing rewards, "
                             "which mitigates reward hacking [1].")
     assert st.supported and st.why == "" and out.citations[0].supported
-    assert not any("support" in w for w in out.warnings)
+    assert (st.verdict, st.rule, st.said) == ("supported", "", "") and st.source_says in SAMPLE_EPPO.abstract
+    assert not any("support" in w or "contradicted" in w for w in out.warnings)
 
 
-def test_a_changed_number_is_unsupported_and_an_equal_one_is_not(evidence: EvidenceIndex) -> None:
-    _, st = one(evidence, "Video-MTR needs only 80K training samples [1].", hit(2))
-    assert not st.supported and "80K not in the abstract" in st.why
+def test_a_changed_number_is_not_in_the_source_and_an_equal_one_is_supported(evidence: EvidenceIndex) -> None:
+    out, st = one(evidence, "Video-MTR needs only 80K training samples [1].", hit(2))
+    assert (st.verdict, st.rule) == ("not_in_source", "numbers") and "80K not in the abstract" in st.why
+    assert out.citations[0].supported and any(w.startswith("[1] not in the cited abstract") for w in out.warnings)
     _, st = one(evidence, "Video-MTR needs only 8,000 training samples [1].", hit(2))
     assert st.supported, st.why
 
 
-def test_a_swapped_method_is_unsupported(evidence: EvidenceIndex) -> None:
+def test_a_swapped_method_is_not_in_the_source(evidence: EvidenceIndex) -> None:
     _, st = one(evidence, "FedGMT penalizes the increase in energy loss in the final layer [1].")
-    assert not st.supported and "FedGMT not named in the abstract" in st.why
+    assert (st.verdict, st.rule) == ("not_in_source", "names") and "FedGMT not named in the abstract" in st.why
 
 
 def test_a_statement_is_checked_against_all_the_papers_it_cites(evidence: EvidenceIndex) -> None:

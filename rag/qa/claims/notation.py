@@ -24,6 +24,7 @@ _GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": 
           "chi": "χ", "psi": "ψ", "omega": "ω", "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ",
           "Pi": "Π", "Sigma": "Σ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω"}
 _GREEK_NAME = {v: k.lower() for k, v in _GREEK.items() if not k.startswith("var")} | {"ϵ": "epsilon", "µ": "mu"}
+GREEK_NAMES = frozenset(_GREEK_NAME.values())  # the Greek letters as words: "alpha", "beta"…
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
 
 
@@ -73,7 +74,9 @@ def numeric_text(text: str) -> str:
         base = float(m.group(1)) if m.group(1) else 1.0
         return decimal(base * 10 ** int(m.group(2)))
 
-    s = re.sub(r"(?<![\w.^])(?:(\d+(?:\.\d+)?)\s*[×x·]\s*)?10\s*\^\s*\{?\s*([-+]?\d{1,2})\s*\}?(?!\d|\.\d)", power, s)
+    # the space after a bare power ("10^4 images") is not the power's
+    s = re.sub(r"(?<![\w.^])(?:(\d+(?:\.\d+)?)\s*[×x·]\s*)?10\s*\^\s*\{?\s*([-+]?\d{1,2})(?:\s*\})?(?!\d|\.\d)",
+               power, s)
     s = _NUMERIC_ROOT.sub(_root_value, s)
     s = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([-+]?\d{1,2})(?!\w|\.\d)",
                lambda m: decimal(float(m.group(1)) * 10 ** int(m.group(2))), s)
