@@ -34,7 +34,7 @@ class StatementCheck:
 
     text: str  # the statement without its [n] markers
     cited: list[int]  # the [n] it cites
-    supported: bool  # on topic for every cited abstract and passes the claim checks (numbers, negation, names)
+    supported: bool  # verdict == "supported"
     why: str = ""  # why not, quoting what disagrees; when supported, empty or a "caution: …" the checks raised
     verdict: Verdict = "supported"  # supported | contradicted | not_in_source (rag.qa.findings)
     rule: str = ""  # the rule behind the verdict ("numbers", "negation", "on_topic", "llm"…); empty when supported

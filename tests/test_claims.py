@@ -148,7 +148,8 @@ def test_cited_abstracts_are_parsed_once_per_answer(embedder, monkeypatch: pytes
     assert len(out.statements) == 3 and len(made) == 1
     assert [s.supported for s in out.statements][:2] == [True, True], [s.why for s in out.statements]
     assert not out.statements[2].supported and "fail to exploit" in out.statements[2].why
-    assert [s.verdict for s in out.statements] == ["supported", "supported", "contradicted"]
+    # offline, the rules never say contradicted (rag/qa/claims/table.py: blind-set precision under 0.9)
+    assert [s.verdict for s in out.statements] == ["supported", "supported", "not_in_source"]
 
 
 def test_a_parsed_abstract_is_shared_between_answers_and_reads_as_a_fresh_parse() -> None:

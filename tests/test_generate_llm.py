@@ -214,8 +214,9 @@ def test_no_endpoint_is_a_config_error() -> None:
 
 
 def test_a_flipped_claim_from_the_model_comes_back_unsupported_and_quoted(srv, make_runtime) -> None:
-    """Through the chain: the model's statement negates the cited abstract, so its citation is unsupported, the
-    statement is listed with the reason, and a warning quotes it."""
+    """Through the chain: the model's statement negates the cited abstract, so the statement is not supported
+    (offline rules: "not in the source", the citation itself unmarked; only a judge says "contradicted"), listed
+    with the reason and the source sentence, and a warning quotes it."""
     import re
 
     from rag.qa.chain import AnswerChain
@@ -235,13 +236,13 @@ def test_a_flipped_claim_from_the_model_comes_back_unsupported_and_quoted(srv, m
     srv.responder = flipped
     answer = chain.ask("Does EPPO mitigate reward hacking?", mode="llm")
     assert answer.mode == "llm" and answer.answerable and len(answer.citations) == 1
-    assert not answer.citations[0].supported
+    assert answer.citations[0].supported  # only a contradicted statement marks its citation
     good, bad = answer.to_dict()["statements"]
     assert set(good) == {"text", "cited", "supported", "why", "verdict", "rule", "said", "source_says"}
     assert {k: good[k] for k in ("text", "cited", "supported", "why", "verdict", "rule")} == {
         "text": "EPPO penalizes the increase in energy loss in the final layer.", "cited": [1], "supported": True,
         "why": "", "verdict": "supported", "rule": ""}
     assert bad["text"] == "EPPO does not mitigate reward hacking." and not bad["supported"]
-    assert "mitigating" in bad["why"] and bad["verdict"] in ("contradicted", "not_in_source") and bad["rule"]
+    assert "mitigating" in bad["why"] and bad["verdict"] == "not_in_source" and bad["rule"] == "negation"
     assert "mitigating reward hacking" in bad["source_says"]
     assert any("\u201cEPPO does not mitigate reward hacking.\u201d" in w for w in answer.warnings)

@@ -133,15 +133,18 @@ def one(evidence: EvidenceIndex, text: str, h: PaperHit | None = None):
     ("EPPO rewards the increase in energy loss in the first layer [1].", "direction", "penalizes"),
     ("EPPO does not mitigate reward hacking [1].", "negation", "mitigating"),
 ])
-def test_the_issue_19_contradictions_are_contradicted(evidence: EvidenceIndex, text: str, rule: str,
-                                                      because: str) -> None:
-    """On the real sample abstract, both statements were supported=True on score alone: now each is contradicted,
-    with the rule, what it said and the source sentence, and its citation is marked."""
+def test_the_issue_19_contradictions_are_caught_but_not_called_contradicted_offline(
+        evidence: EvidenceIndex, text: str, rule: str, because: str) -> None:
+    """On the real sample abstract, both statements were supported=True on score alone: now each is flagged, with
+    the rule, what it said and the source sentence. Offline the rules say "not in the source", never
+    "contradicted": on the blind set claims_heldout7 these families were right as contradicted 5/8 (negation) and
+    13/19 (direction), under issue 29's 0.9 bar (rag/qa/claims/table.py); so the citation itself is not marked."""
     out, st = one(evidence, text)
-    assert (st.verdict, st.rule, st.supported, st.cited) == ("contradicted", rule, False, [1])
+    assert (st.verdict, st.rule, st.supported, st.cited) == ("not_in_source", rule, False, [1])
     assert because in st.why and because in st.said and st.source_says in SAMPLE_EPPO.abstract
-    assert not out.citations[0].supported
-    assert any(w.startswith("[1] contradicted: ") and st.text in w and because in w for w in out.warnings)
+    assert out.citations[0].supported
+    assert any(w.startswith("[1] not in the cited abstract: ") and st.text in w and because in w
+               for w in out.warnings), out.warnings
 
 
 def test_the_old_bar_on_the_eppo_abstract(evidence: EvidenceIndex) -> None:
@@ -154,7 +157,7 @@ def test_the_old_bar_on_the_eppo_abstract(evidence: EvidenceIndex) -> None:
         "EPPO rewards the increase in energy loss in the first layer [1].",
         "EPPO does not mitigate reward hacking [1].",
         "EPPO mitigates reward hacking in 73% of the evaluated cases [1].")]
-    assert verdicts == ["contradicted", "contradicted", "not_in_source"]
+    assert verdicts == ["not_in_source", "not_in_source", "not_in_source"]  # never contradicted offline (table.py)
 
 
 def test_a_paraphrase_is_supported(evidence: EvidenceIndex) -> None:

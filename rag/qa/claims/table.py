@@ -55,16 +55,21 @@ TABLE: dict[str, Family] = {f.name: f for f in (
     Family("counts", "not_in_source", 3, 1.0, "a count the source gives to another thing"),
     # as contradicted 0.114: a name the abstract does not use is rarely one it says otherwise
     Family("names", "not_in_source", 123, 0.984, "a method, dataset or metric name the source never uses"),
-    Family("negation", "contradicted", 60, 1.0, "a negated word the source asserts"),
+    # The three families below met the bar on the committed sets (1.0, 1.0, 0.983) but not on the blind set
+    # claims_heldout7, scored once on 2026-12-03 (375 pairs, python -m bench.claims --pairs
+    # evals/sets/claims_heldout7.jsonl): right as contradicted 5/8 (negation), 5/6 (denial), 13/19 (direction).
+    # Issue 29's bar is ">= 0.9 on the committed sets and stays so on the blind set", so offline they only say
+    # not_in_source (right as a flag there: 0.875, 1.0, 0.737); an LLM judge is what says contradicted.
+    Family("negation", "not_in_source", 60, 1.0, "a negated word the source asserts"),
     # right 1 time in 4 even as a flag
     Family("contrast", "caution", 4, 0.25, "\u201cA instead of B\u201d where the source asserts B"),
-    Family("denial", "contradicted", 24, 1.0, "a word the source denies, asserted"),
+    Family("denial", "not_in_source", 24, 1.0, "a word the source denies, asserted"),
     # contradicted before issue 29: 0.87 right on 23 findings then; 17 findings now (fewer than 20)
     Family("opposites", "not_in_source", 17, 1.0, "a prefixed opposite of the source's word (tractable / intractable)"),
     # contradicted before issue 29 on no measurement; 2 findings
     Family("exclusivity", "not_in_source", 2, 1.0, "\u201conly X\u201d where the source names X with another thing"),
     # 0.96 on claims_heldout4 (25 findings), 0.909 on claims_heldout5 (11)
-    Family("direction", "contradicted", 120, 0.983, "an opposite direction word about the same thing"),
+    Family("direction", "not_in_source", 120, 0.983, "an opposite direction word about the same thing"),
     # may only say not_in_source (issue 29); its threshold is rag.qa.verify.SUPPORTED (0.4)
     Family("on_topic", "not_in_source", 86, 0.965, "the support score under rag.qa.verify.SUPPORTED"),
 )}
