@@ -111,7 +111,7 @@ EXPECTED = {
     "arxiv_oai.xml": [("$\\mathcal{O}(n \\log n)$ bounds for stable manifolds of hyperbolic sets",
                        ["Pavol Brunovský", "Jürgen Müller"],
                        "We prove *a priori* bounds of order $\\mathcal{O}(n \\log n)$ for the dimension of stable "
-                       "manifolds, improving all known estimates by a factor of $\\sqrt{n}$. Our proof uses the "
+                       "manifolds, improving *all* known estimates by a factor of $\\sqrt{n}$. Our proof uses the "
                        "“cone field” argument of Hirsch – Pugh.")],
     "arxiv_atom.xml": [("The “Twin Paradox” in stationary spacetimes", ["João Pereira", "Maria Aparecida Silva"],
                         "This effect is known as the “Twin Paradox.” We show that the stay-at-home twin ages most "
@@ -120,8 +120,8 @@ EXPECTED = {
     "arxiv_snapshot.jsonl": [("Sparse Attention for Long Sequences: the Sparse Way",
                               ["François Dupont", "Pavol Brunovský", "Jürgen Müller"],
                               "We show that attention with O(n log n) cost matches dense attention on sequences of "
-                              "length $n \\le 10^5$, cutting memory by 60% while keeping *exact* gradients and "
-                              "speed.")],
+                              "length $n \\le 10^5$, cutting memory by 60% while keeping *exact* gradients *and* "
+                              "**speed**.")],
     "semantic_scholar.json": [("Phonons & electrons in twisted bilayers", ["José Martínez", "Anna Kowalska"],
                                "We compute phonon–electron coupling in twisted bilayers at 1.1° and find a 3× "
                                "enhancement.")],
