@@ -125,7 +125,7 @@ _PLAIN_DECL = ("rm", "sf", "tt", "sc", "scshape", "rmfamily", "sffamily", "ttfam
 _DECL = re.compile(r"\{\\(" + "|".join(_EMPH_DECL + _BOLD_DECL + _PLAIN_DECL) + r")(?![A-Za-z])\s*([^{}]*)\}")
 # A LaTeX tie after a word ("Fig.~2", "i.e.~the", "gradients~\cite{…}"); a "~" after a blank or a bracket
 # ("~5 Hz", "(~5%)") means "about", and "/~user" is a path.
-_TIE = re.compile(r"(?<=[\w.,;:)\]])~")
+_TIE = re.compile(r"(?<=[\w.,;:)\]\U000F0000-\U000FFFFD])~")
 
 
 def unwrap_cmds(text: str, names: tuple[str, ...], wrap: str) -> str:
@@ -226,7 +226,7 @@ def _converter() -> Any:
     extra = {"textless": "<", "textgreater": ">", "copyright": "©", "textcopyright": "©", "textregistered": "®",
              "texttrademark": "™", "relax": "", "textsuperscript": "%s", "textsubscript": "%s", "textbar": "|",
              "textbackslash": "\\", "textasciitilde": "~", "textunderscore": "_", "S": "§", "P": "¶", "ddag": "‡",
-             "LaTeX": "LaTeX", "TeX": "TeX"}
+             "|": "‖", "LaTeX": "LaTeX", "TeX": "TeX"}
     db = get_default_latex_context_db().filter_context(keep_categories=None)
     db.add_context_category("paperchat", prepend=True,
                             macros=[MacroTextSpec(k, simplify_repl=v) for k, v in extra.items()])

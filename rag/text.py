@@ -24,7 +24,8 @@ _SYMBOLS = {
     r"\omega": "ω", r"\Gamma": "Γ", r"\Delta": "Δ", r"\Theta": "Θ", r"\Lambda": "Λ",
     r"\Sigma": "Σ", r"\Phi": "Φ", r"\Omega": "Ω", r"\ldots": "…", r"\dots": "…", r"\cdots": "⋯",
     r"\%": "%", r"\#": "#", r"\&": "&", r"\_": "_", r"\{": "{", r"\}": "}", r"\$": "$",
-    r"\,": " ", r"\;": " ", r"\!": "", r"\ ": " ", r"\quad": " ", r"\star": "*",
+    r"\,": " ", r"\;": " ", r"\:": " ", r"\>": " ", r"\!": "", r"\ ": " ", r"\quad": " ", r"\star": "*",
+    r"\|": "‖",
 }
 _SYMBOL_RE = re.compile("|".join(re.escape(k) + (r"(?![A-Za-z])" if k[-1].isalpha() else "")
                                  for k in sorted(_SYMBOLS, key=len, reverse=True)))
@@ -45,6 +46,7 @@ def _math_to_text(inner: str) -> str:
     s = _SYMBOL_RE.sub(lambda m: _SYMBOLS[m.group(0)], s)
     s = re.sub(r"\\(left|right|big|Big|bigg|Bigg)\b", "", s)
     s = re.sub(r"\\[a-zA-Z]+", lambda m: m.group(0)[1:], s)
+    s = re.sub(r"\\(?![a-zA-Z])", "", s)  # an escape without a stand-in: its character alone
     s = s.replace("{", "").replace("}", "")
     return re.sub(r"\s+", " ", s).strip()
 
