@@ -45,14 +45,15 @@ def formulas(s: str) -> list[re.Match[str]]:
     return found
 
 
-def sub_math(s: str, fn: Callable[[str, str], str]) -> str:
-    """``s`` with every formula replaced by ``fn(fence, inside)`` (fence ``$`` or ``$$``)."""
+def sub_math(s: str, fn: Callable[[str, str], str], text: Callable[[str], str] = str) -> str:
+    """``s`` with every formula replaced by ``fn(fence, inside)`` (fence ``$`` or ``$$``) and every stretch of
+    text between them by ``text(stretch)``."""
     out, pos = [], 0
     for m in formulas(s):
         display = m.group(1) is not None
-        out += [s[pos:m.start()], fn("$$" if display else "$", m.group(1) if display else m.group(2))]
+        out += [text(s[pos:m.start()]), fn("$$" if display else "$", m.group(1) if display else m.group(2))]
         pos = m.end()
-    out.append(s[pos:])
+    out.append(text(s[pos:]))
     return "".join(out)
 
 
@@ -80,13 +81,7 @@ def _mask(s: str) -> tuple[str, list[tuple[str, str]]]:
         return _SCRIPT.sub(lambda m: hold("$", f"{m.group(1)}{'^' if m.group(2) == 'ˆ' else m.group(2)}"
                                                    f"{{{m.group(3)}}}"), text)
 
-    out, pos = [], 0
-    for m in formulas(s):
-        display = m.group(1) is not None
-        out += [scripts(s[pos:m.start()]), hold("$$" if display else "$", m.group(1) if display else m.group(2))]
-        pos = m.end()
-    out.append(scripts(s[pos:]))
-    return "".join(out), found
+    return sub_math(s, hold, scripts), found
 
 
 def _unmask(s: str, found: list[tuple[str, str]], math: Callable[[str, str], str]) -> str:
