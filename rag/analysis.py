@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 TOKEN = re.compile(r"[^\W_]+", re.U)  # a word of a name (the filter catalog and question filters tokenise alike)
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.U)  # a BM25 word: hyphenated and apostrophe forms kept whole
@@ -30,9 +30,10 @@ def _stemmer() -> Any:
 
 
 def analyze(text: str) -> list[str]:
-    """Lower-cased, stop-worded, stemmed terms; hyphenated words also give their parts."""
+    """Lower-cased, accent-free, stop-worded, stemmed terms ("Erdős" is "erdo", as "Erdos"); hyphenated words also
+    give their parts."""
     words: list[str] = []
-    for w in _WORD.findall(text.casefold()):
+    for w in _WORD.findall(_unaccented(text, "NFD").casefold()):
         if "-" in w or "'" in w:
             parts = [p for p in re.split(r"[-']", w) if p]
             words.extend(parts)
@@ -44,10 +45,18 @@ def analyze(text: str) -> list[str]:
     return list(_stemmer().stemWords(words))
 
 
+def _unaccented(text: str, form: Literal["NFD", "NFKD"]) -> str:
+    """``text`` without its combining marks, decomposed by ``form``: NFD for BM25 terms (canonical only, composed
+    again after, so "10⁵" never becomes "105"), NFKD for names (compatibility forms too: "ﬁ" is "fi")."""
+    if text.isascii():
+        return text
+    s = "".join(c for c in unicodedata.normalize(form, text) if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", s) if form == "NFD" else s
+
+
 def fold(text: str) -> str:
-    """Accent-free, case-folded text."""
-    s = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in s if not unicodedata.combining(c)).casefold()
+    """Accent-free, case-folded text: the form names, categories and the listing's search words are matched in."""
+    return _unaccented(text, "NFKD").casefold()
 
 
 def name_key(name: str) -> str:

@@ -6,31 +6,12 @@ Display text keeps Markdown emphasis and non-trivial ``$math$`` so the UI can re
 
 from __future__ import annotations
 
-import functools
-import html
 import re
 import unicodedata
-from typing import Any
 
-# A scraped "\\%" is an escaped escape, not a LaTeX line break followed by a comment.
-_DOUBLE_ESCAPE = re.compile(r"\\\\(?=[%#&_${}a-zA-Z])")
-_INLINE_PAREN_MATH = re.compile(r"\\\((.+?)\\\)", re.S)
-_DISPLAY_BRACKET_MATH = re.compile(r"\\\[(.+?)\\\]", re.S)
-_MATH = re.compile(r"(?<!\\)\$(?!\$)((?:\\\$|[^$])+?)(?<!\\)\$")
-
-_EMPH_CMDS = ("emph", "textit", "textsl", "mathit")
-_BOLD_CMDS = ("textbf", "mathbf", "boldsymbol")
-_PLAIN_CMDS = ("textsc", "texttt", "textrm", "textsf", "text", "mathrm", "mathsf", "mathtt",
-               "textnormal", "textup", "mbox", "url", "uppercase", "MakeUppercase")
-_DROP_CMDS = ("cite", "citep", "citet", "citealp", "ref", "eqref", "label", "footnote")
-
-_ACCENTS = {"'": "\u0301", "`": "\u0300", "^": "\u0302", '"': "\u0308", "~": "\u0303",
-            "=": "\u0304", ".": "\u0307", "u": "\u0306", "v": "\u030c", "H": "\u030b",
-            "c": "\u0327", "k": "\u0328", "r": "\u030a"}
-_ACCENT_RE = re.compile(r"\{?\\([`'^\"~=.])\s*\{?([A-Za-z])\}?\}?|\{?\\([uvHckr])\s*\{([A-Za-z])\}\}?|"
-                        r"\{?\\([uvHckr]) ([A-Za-z])\}?")
-_LIGATURES = {r"\ss": "ß", r"\o": "ø", r"\O": "Ø", r"\ae": "æ", r"\AE": "Æ", r"\oe": "œ",
-              r"\aa": "å", r"\AA": "Å", r"\l": "ł", r"\L": "Ł", r"\i": "ı"}
+from rag.latex import BOLD_CMDS, EMPH_CMDS, PLAIN_CMDS, clean_latex, keep_math, sub_math, unwrap_cmds
+from rag.latex import latex_text as latex_text  # re-exported: titles and names are cleaned by it
+from rag.latex import strip_html as strip_html  # re-exported
 
 _SYMBOLS = {
     r"\times": "×", r"\sim": "~", r"\approx": "≈", r"\leq": "≤", r"\le": "≤", r"\geq": "≥",
@@ -43,7 +24,8 @@ _SYMBOLS = {
     r"\omega": "ω", r"\Gamma": "Γ", r"\Delta": "Δ", r"\Theta": "Θ", r"\Lambda": "Λ",
     r"\Sigma": "Σ", r"\Phi": "Φ", r"\Omega": "Ω", r"\ldots": "…", r"\dots": "…", r"\cdots": "⋯",
     r"\%": "%", r"\#": "#", r"\&": "&", r"\_": "_", r"\{": "{", r"\}": "}", r"\$": "$",
-    r"\,": " ", r"\;": " ", r"\!": "", r"\ ": " ", r"\quad": " ", r"\star": "*",
+    r"\,": " ", r"\;": " ", r"\:": " ", r"\>": " ", r"\!": "", r"\ ": " ", r"\quad": " ", r"\star": "*",
+    r"\|": "‖",
 }
 _SYMBOL_RE = re.compile("|".join(re.escape(k) + (r"(?![A-Za-z])" if k[-1].isalpha() else "")
                                  for k in sorted(_SYMBOLS, key=len, reverse=True)))
@@ -54,134 +36,33 @@ _SIMPLE_MATH = re.compile(r"^[\s\d.,+\-−%/()<>=:|~]*(" + "|".join(
                            r"\mathrm", r"\text")) + r")?[\s\d.,+\-−%/()<>=:|~a-zA-Z{}\\]*$")
 
 
-def _apply_cmd(text: str, names: tuple[str, ...], wrap: str) -> str:
-    pat = re.compile(r"\\(" + "|".join(names) + r")\*?\s*\{([^{}]*)\}")
-    prev = None
-    while prev != text:  # innermost first, so nested commands unwrap fully
-        prev = text
-        text = pat.sub(lambda m: f"{wrap}{m.group(2)}{wrap}" if m.group(2).strip() else "", text)
-    return text
-
-
-def _accent(m: re.Match[str]) -> str:
-    mark, letter = next((m.group(i), m.group(i + 1)) for i in (1, 3, 5) if m.group(i))
-    return unicodedata.normalize("NFC", letter + _ACCENTS[mark])
-
-
-# Tags that HTML exports leave in titles and abstracts (JATS from Crossref, <p> from publishers' feeds).
-# Only these names: a formula's "a<b>c" is no tag. Inline tags go without a trace ("CO<sub>2</sub>" is "CO2"),
-# block tags leave a space between the words they separated.
-_INLINE_TAG = re.compile(r"</?(?:i|b|u|em|strong|sup|sub|span|a|inf|sc|scp|small|jats:(?:italic|bold|sup|sub|sc|"
-                         r"underline|monospace|inline-formula)|mml:[a-z]+)\b[^<>]*/?>", re.I)
-_HTML_TAG = re.compile(r"</?(?:p|br|hr|div|ul|ol|li|h[1-6]|title|abstract|sec|jats:[a-z\-]+)\b[^<>]*/?>", re.I)
-
-
-def strip_html(s: str) -> str:
-    """HTML entities decoded (``&amp;`` ``&#xa0;`` ``&lt;p&gt;``) and tags removed."""
-    if "&" in s:
-        s = html.unescape(s)
-    return _HTML_TAG.sub(" ", _INLINE_TAG.sub("", s)) if "<" in s else s
-
-
-# Text-mode characters that LaTeX reads as syntax (a comment, a table cell) but exports mean literally.
-_LITERAL = {"%": "\ue000", "&": "\ue001", "#": "\ue002", "~": "\ue003", "^": "\ue004", "_": "\ue005"}
-# Commands glued to their argument ("\emphWhat", "\textsuperscript1", "\relax An"): split so they parse.
-_GLUED = re.compile(r"\\(emph|textit|textbf|textsc|textsuperscript|textsubscript|relax)(?=[A-Z0-9])")
-
-
-@functools.lru_cache(maxsize=1)
-def _converter() -> Any:
-    """pylatexenc's LaTeX → Unicode converter, taught the text-mode symbols exports use that it lacks."""
-    from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
-    from pylatexenc.latexwalker import get_default_latex_context_db as walker_db
-    from pylatexenc.macrospec import MacroSpec
-
-    extra = {"textless": "<", "textgreater": ">", "copyright": "©", "textcopyright": "©", "textregistered": "®",
-             "texttrademark": "™", "relax": "", "textsuperscript": "%s", "textsubscript": "%s", "textbar": "|",
-             "textbackslash": "\\", "textasciitilde": "~", "textunderscore": "_"}
-    db = get_default_latex_context_db().filter_context(keep_categories=None)
-    db.add_context_category("paperchat", prepend=True,
-                            macros=[MacroTextSpec(k, simplify_repl=v) for k, v in extra.items()])
-    wdb = walker_db()
-    wdb.add_context_category("paperchat", prepend=True,
-                             macros=[MacroSpec("textsuperscript", "{"), MacroSpec("textsubscript", "{"),
-                                     MacroSpec("relax", "")])
-    return LatexNodes2Text(latex_context=db, math_mode="verbatim"), wdb
-
-
-def latex_to_unicode(s: str) -> str:
-    """Text-mode LaTeX the hand-written rules left (``\\textendash``, ``{\\textless}``, stray braces) →
-    Unicode, by pylatexenc; ``$math$`` is kept verbatim. Text without a backslash or brace is returned as is."""
-    if "\\" not in s and "{" not in s and "}" not in s:
-        return s
-    from pylatexenc.latexwalker import LatexWalker
-
-    conv, wdb = _converter()
-    t = _GLUED.sub(r"\\\1 ", s)
-    for k, v in _LITERAL.items():
-        t = re.sub(r"(?<!\\)" + re.escape(k), v, t) if "$" not in t or k not in "^_" else t
-    try:
-        out = conv.nodelist_to_text(LatexWalker(t, latex_context=wdb, tolerant_parsing=True).get_latex_nodes()[0])
-    except Exception:  # noqa: BLE001  a parse pylatexenc gives up on: keep the text, drop only the braces
-        out = t.replace("{", "").replace("}", "")
-    for k, v in _LITERAL.items():
-        out = out.replace(v, k)
-    return out
-
-
-def latex_text(s: str) -> str:
-    """Decode accents, ligatures, dashes and quotes of LaTeX text mode (titles, author names)."""
-    s = strip_html(s)
-    s = _ACCENT_RE.sub(_accent, s)
-    for k, v in _LIGATURES.items():
-        s = re.sub(re.escape(k) + r"(?![A-Za-z])\s?", v, s)
-    s = s.replace("---", "—").replace("--", "–").replace("``", "“").replace("''", "”")
-    s = s.replace("~", " ") if "$" not in s else s
-    s = unbrace(s)
-    return strip_html(latex_to_unicode(s))
-
-
-_GROUP = re.compile(r"(\\[A-Za-z]+\s*)?\{([^{}$\\]+)\}")
-
-
-def unbrace(s: str) -> str:
-    """BibTeX case-protection braces removed, nested ones too (``{{BERT}}``), outside ``$math$`` only: a
-    formula's ``\\mathcal{O}`` keeps its group. An empty ``{}`` stays: "\\textendash{}" ends a command with it."""
-    def strip(part: str) -> str:
-        prev = None
-        while prev != part:  # a command's argument keeps its braces: "\emph{stable}" is no "\emphstable"
-            prev, part = part, _GROUP.sub(lambda m: m.group(0) if m.group(1) else m.group(2), part)
-        return part
-
-    pieces = _MATH.split(s)
-    return "".join(f"${p}$" if i % 2 else strip(p) for i, p in enumerate(pieces))
-
-
 # Font commands of math mode whose argument reads the same as plain text: "\mathcal{O}(n)" → "O(n)".
 _MATH_FONTS = ("mathcal", "mathbb", "mathfrak", "mathscr", "operatorname", "mathnormal")
 
 
 def _math_to_text(inner: str) -> str:
-    s = _apply_cmd(inner, _PLAIN_CMDS + _EMPH_CMDS + _BOLD_CMDS + _MATH_FONTS, "")
+    s = unwrap_cmds(inner, PLAIN_CMDS + EMPH_CMDS + BOLD_CMDS + _MATH_FONTS, "")
     s = re.sub(r"\\sqrt\s*\{([^{}]*)\}", r"√(\1)", s)
     s = _SYMBOL_RE.sub(lambda m: _SYMBOLS[m.group(0)], s)
     s = re.sub(r"\\(left|right|big|Big|bigg|Bigg)\b", "", s)
     s = re.sub(r"\\[a-zA-Z]+", lambda m: m.group(0)[1:], s)
+    s = re.sub(r"\\(?![a-zA-Z])", "", s)  # an escape without a stand-in: its character alone
     s = s.replace("{", "").replace("}", "")
     return re.sub(r"\s+", " ", s).strip()
 
 
 # The commands simple math may use: those with a Unicode stand-in, and font commands around plain text.
 _TEXT_MATH_CMDS = frozenset(k[1:] for k in _SYMBOLS if k[1:].isalpha()) | frozenset(
-    _PLAIN_CMDS + _EMPH_CMDS + _BOLD_CMDS + ("left", "right"))
+    PLAIN_CMDS + EMPH_CMDS + BOLD_CMDS + ("left", "right"))
 
 
-def _display_math(m: re.Match[str]) -> str:
-    inner = m.group(1).strip()
-    if (_SIMPLE_MATH.match(inner) and "^" not in inner and "_" not in inner
-            and all(c in _TEXT_MATH_CMDS for c in re.findall(r"\\([A-Za-z]+)", inner))):
-        return _math_to_text(inner)
-    return f"${inner}$"  # a real formula ("\\mathcal{O}(n)", "\\sqrt{n}"): the UI renders it
+def _display_math(fence: str, inner: str) -> str:
+    """A formula of an abstract: simple ones ("$5\\%$", "$\\theta$") read as text, real ones stay for the UI."""
+    bare = inner.strip()
+    if (_SIMPLE_MATH.match(bare) and "^" not in bare and "_" not in bare
+            and all(c in _TEXT_MATH_CMDS for c in re.findall(r"\\([A-Za-z]+)", bare))):
+        return _math_to_text(bare)
+    return keep_math(fence, inner)  # a real formula ("\\mathcal{O}(n)", "\\sqrt{n}"): the UI renders it
 
 
 # A publisher's rights line closing an abstract: "© 2021 Elsevier B.V. All rights reserved.", "Copyright © 2019
@@ -197,39 +78,15 @@ def strip_copyright(text: str) -> str:
 
 
 def normalize_abstract(raw: str) -> str:
-    """Scraped abstract → readable display text: Markdown emphasis, simple math as Unicode,
-    real formulas kept as ``$…$`` for the UI to render, whitespace folded."""
+    """Scraped abstract → readable display text: text-mode LaTeX decoded (``rag.latex``), Markdown emphasis,
+    simple math as Unicode, real formulas kept as ``$…$`` for the UI to render, whitespace folded."""
     s = unicodedata.normalize("NFC", raw.replace("\r\n", "\n").replace("\x00", ""))
-    s = _DOUBLE_ESCAPE.sub(r"\\", s)
-    s = _INLINE_PAREN_MATH.sub(lambda m: f"${m.group(1)}$", s)
-    s = _DISPLAY_BRACKET_MATH.sub(lambda m: f"${m.group(1)}$", s)
-    # Text mode outside math: split on math segments so formulas are never touched here.
-    parts = _MATH.split(s)
-    out = []
-    for i, part in enumerate(parts):
-        if i % 2 == 1:
-            out.append(_display_math(re.match(r"(.*)", part, re.S)))  # type: ignore[arg-type]
-            continue
-        t = re.sub(r"\\(" + "|".join(_DROP_CMDS) + r")\*?(\[[^\]]*\])?\{[^{}]*\}", "", part)
-        t = re.sub(r"\\href\{[^{}]*\}\{([^{}]*)\}", r"\1", t)
-        t = _apply_cmd(t, _EMPH_CMDS, "*")
-        t = _apply_cmd(t, _BOLD_CMDS, "**")
-        t = _apply_cmd(t, _PLAIN_CMDS, "")
-        t = latex_text(t)
-        t = re.sub(r"\\(%|#|&|_)", r"\1", t)
-        t = re.sub(r"\\(ldots|dots)\b", "…", t)
-        t = re.sub(r"\\(?:newline|linebreak)\b|\\\\", " ", t)
-        out.append(t)
-    s = "".join(out)
-    s = re.sub(r"[ \t\u00a0]+", " ", s)
-    s = re.sub(r"\s*\n\s*", " ", s)
-    s = re.sub(r" ([,.;:])(?=\s|$)", r"\1", s)
-    return strip_copyright(s.strip())
+    return strip_copyright(clean_latex(s, markdown=True, math=_display_math))
 
 
 def plain_text(display: str) -> str:
     """Display text → plain text for embeddings and BM25: math in Unicode, no Markdown marks."""
-    s = _MATH.sub(lambda m: _math_to_text(m.group(1)), display)
+    s = sub_math(display, lambda _, inner: _math_to_text(inner))
     s = re.sub(r"(\*\*|\*|__|`)(?=\S)(.+?)(?<=\S)\1", r"\2", s)
     return re.sub(r"\s+", " ", s).strip()
 
@@ -253,7 +110,7 @@ def split_sentences(text: str) -> list[str]:
     text = text.strip()
     if not text:
         return []
-    masked = _MATH.sub(lambda m: "$" + "\x01" * (len(m.group(0)) - 2) + "$", text)
+    masked = sub_math(text, lambda fence, inner: fence + "\x01" * len(inner) + fence)
     out: list[str] = []
     start = 0
     for m in _SENT_END.finditer(masked):
@@ -394,4 +251,4 @@ def key_phrase(abstract: str, max_words: int = 8) -> str:
 
 def plain_text_keep_emphasis(display: str) -> str:
     """Plain text but with ``*emphasis*`` kept (key-phrase extraction looks for it)."""
-    return re.sub(r"\s+", " ", _MATH.sub(lambda m: _math_to_text(m.group(1)), display)).strip()
+    return re.sub(r"\s+", " ", sub_math(display, lambda _, inner: _math_to_text(inner))).strip()

@@ -1,4 +1,5 @@
-"""Store oracles the tests share, read through the same store calls the product makes, and a spy on scoring.
+"""Store oracles the tests share, read through the same store calls the product makes, a spy on scoring, and the
+detector of markup left in stored text.
 
 The product never lists every chunk, so these rebuild chunk ids from the metadata that ingest writes
 (``paper_id``, ``content_hash``, ``chunk``) and that the lexical index and the catalog read back.
@@ -6,6 +7,7 @@ The product never lists every chunk, so these rebuild chunk ids from the metadat
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from rag.index.rows import chunk_id
 from rag.index.store import ChromaStore
 from rag.qa.evidence import PaperEvidence, QuestionScorer, SentenceScore
+from ui.safe import MATH as RENDERED_MATH
 
 
 def chunk_ids(store: ChromaStore) -> list[str]:
@@ -47,3 +50,21 @@ def scored_pairs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
 
     monkeypatch.setattr(QuestionScorer, "_score", counted)
     return scored
+
+
+_LEFTOVERS = {
+    "a LaTeX command": re.compile(r"\\[A-Za-z]+"),
+    "a LaTeX escape": re.compile(r"\\(?![A-Za-z])"),  # an accent (\' \" \H), an escaped space or sign
+    "an HTML entity": re.compile(r"&(?:[a-z][a-z0-9]*|#\d+|#x[0-9a-f]+);|&#", re.I),
+    "a brace group": re.compile(r"\{\\|[{}]"),
+    "an HTML tag": re.compile(r"</?(?:p|i|b|u|em|sup|sub|span|br|div|jats:[a-z\-]+|mml:[a-z]+)\b[^<>]*>", re.I),
+    "a LaTeX tie": re.compile(r"(?<=[\w.,;:)\]])~"),  # "Fig.~2"; "~5 Hz" (about five) is text
+    "a script outside math": re.compile(r"[\u02c6^_]\{"),  # "Nˆ{2/3}", "N^{2/3}"
+}
+
+
+def leftovers(text: str) -> list[str]:
+    """What is left of LaTeX, HTML or entity markup in stored display text, outside the formulas the UI renders
+    (``ui.safe.MATH``: those are the renderer's, kept as written)."""
+    outside = RENDERED_MATH.sub("x", text)  # a letter: "$N$~samples" still shows its tie
+    return [f"{what}: {m.group(0)!r}" for what, pat in _LEFTOVERS.items() for m in pat.finditer(outside)]

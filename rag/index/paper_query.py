@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from rag.analysis import name_key
+from rag.analysis import fold, name_key
 from rag.errors import InputError
 from rag.index import rows
 from rag.index.store import ChromaStore
@@ -24,7 +24,7 @@ class PaperQuery:
     year_to: int | None = None
     paper_ids: list[str] = field(default_factory=list)
     collection: str | None = None  # a named collection (rag.index.collections); resolved into paper_ids
-    text: str | None = None  # listing only: words that must all appear in label or abstract
+    text: str | None = None  # listing only: words that must all appear in label or abstract, accents aside
 
     def is_empty(self) -> bool:
         return not (self.author or self.category or self.year_from or self.year_to or self.paper_ids
@@ -74,7 +74,7 @@ def find_papers(store: ChromaStore, q: PaperQuery, limit: int = 100) -> list[Sto
     where = to_where(q)
     found: Iterator[StoredPaper] = (rows.read_paper(md) for md in store.iter_metadata(
         where=rows.all_of(rows.FIRST_CHUNK, where)))
-    if q.text:
-        words = q.text.casefold().split()
-        found = (p for p in found if all(w in f"{p.label} {p.abstract}".casefold() for w in words))
+    if q.text:  # "Erdos" finds "Erdős" and the other way round: both sides folded
+        words = fold(q.text).split()
+        found = (p for p in found if all(w in fold(f"{p.label} {p.abstract}") for w in words))
     return heapq.nsmallest(limit, found, key=lambda p: (p.label.casefold(), p.id))

@@ -10,7 +10,7 @@ import html
 import re
 from typing import Any
 
-from rag.text import latex_text, unbrace
+from rag.latex import latex_text
 
 YEAR_MIN, YEAR_MAX = 1800, 2100
 
@@ -37,7 +37,7 @@ _ACCENTED_DOTLESS_I = re.compile(r"(\\['`^\"~=.])\s*(?:\{\\i\}|\\i(?![A-Za-z]) ?
 
 
 def fix_latex(s: str) -> str:
-    """Work around LaTeX that ``rag.text`` misreads: an accent on a dotless i (``{\\'\\i}`` → ``\\'i``)."""
+    """Work around LaTeX that ``rag.latex`` misreads: an accent on a dotless i (``{\\'\\i}`` → ``\\'i``)."""
     return _ACCENTED_DOTLESS_I.sub(r"\1i", s) if "\\i" in s else s
 
 
@@ -51,10 +51,11 @@ def unescape_entities(s: str) -> str:
 
 
 def clean_title(raw: str | None) -> str | None:
-    """Title text: LaTeX accents and case-protection braces decoded, whitespace folded; None when empty."""
+    """Title text: text-mode LaTeX (accents, commands, case-protection braces) decoded outside its formulas,
+    whitespace folded; None when empty."""
     if not raw or not isinstance(raw, str):
         return None
-    return fold(unbrace(latex_text(fix_latex(raw)))) or None
+    return fold(latex_text(fix_latex(raw))) or None
 
 
 def parse_year(value: Any) -> int | None:
