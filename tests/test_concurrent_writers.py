@@ -1,0 +1,103 @@
+"""Several writers on one store end with what one sequential ingest of the same files stores (issue 33, item 1).
+
+Two in-process cases force the race in a fixed order (both writers decide a shared paper is new before either
+writes it; and a membership written after the other writer merged the paper away). One case runs three
+`paperchat ingest` processes against a real `chroma run` with overlapping files, SIGKILLs one mid-way and runs it
+again. ``python -m bench.concurrent_writers --kill`` is the full-size version (issue sizes, ten rounds, an asker).
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import SHARED
+
+from bench import concurrent_writers as cw
+from rag.ingest.pipeline import Ingestor
+from rag.runtime import Runtime
+
+CRANFIELD = SHARED / "datasets" / "cranfield" / "corpus.jsonl"
+needs_data = pytest.mark.requires_data(CRANFIELD)
+
+
+def _state(rt: Runtime) -> dict[str, Any]:
+    """Papers, chunk ids, memberships and the synced lexical index's papers and scores of one store."""
+    sets = rt.collections()
+    rt.lexical.sync(rt.store)
+    vocab = sorted(rt.lexical.vocabulary())
+    probes = random.Random(0).sample(vocab, 40)
+    return {"papers": rt.store.paper_ids(), "chunks": sorted(rt.store.collection.get(include=[])["ids"]),
+            "members": {name: sorted(sets.members(name)) for name in sets.names()},
+            "lexical": rt.lexical.paper_ids, "vocab": vocab,
+            "scores": {t: np.round(rt.lexical.term_scores({t: 1.0}), 4).tolist() for t in probes}}
+
+
+def _sequential(make_runtime, home: Path, parts: list[Path]) -> dict[str, Any]:
+    rt = make_runtime(home=home, ingest={"batch_papers": 10})
+    for i, part in enumerate(parts, 1):
+        rt.ingestor(progress=False).ingest([part], collection=f"writer-{i}")
+    return _state(rt)
+
+
+def _when_writing(a: Ingestor, first_id: str, then: Any) -> None:
+    """Run ``then`` once, when ``a`` is about to write the batch holding ``first_id`` (after its dedupe)."""
+    real = a.store.upsert
+
+    def upsert(rows: Any) -> None:
+        if any(r.paper_id == first_id for r in rows):
+            a.store.upsert = real  # type: ignore[method-assign]
+            then()
+        real(rows)
+    a.store.upsert = upsert  # type: ignore[method-assign]
+
+
+@needs_data
+@pytest.mark.parametrize("membership", ["before the merge", "after the merge"])
+def test_a_paper_two_writers_store_at_once_is_stored_once(make_runtime, tmp_path: Path, membership: str) -> None:
+    parts = cw.write_inputs(tmp_path / "in", writers=2, records=30, overlap=10)
+    want = _sequential(make_runtime, tmp_path / "ref", parts)
+    rt = make_runtime(ingest={"batch_papers": 10})
+    a, b = rt.ingestor(progress=False), rt.ingestor(progress=False)
+    deferred: list[Any] = []
+    if membership == "after the merge":  # b's memberships land after a merged b's copies into its own
+        real_collect = b._collect
+        b._collect = lambda *args, **kw: deferred.append(lambda: real_collect(*args, **kw))  # type: ignore[method-assign]
+    # a has decided part-1:21..30 are new; b stores the same papers as part-2:21..30 before a writes them
+    _when_writing(a, "part-1:21", lambda: b.ingest([parts[1]], collection="writer-2"))
+    report = a.ingest([parts[0]], collection="writer-1")
+    for collect in deferred:
+        collect()
+    assert (report.added, report.duplicates) == (30, 0)  # a keeps its copies: b's are the ones merged
+    assert _state(rt) == want  # the smaller ids kept, as the sequential ingest of part 1 then part 2 keeps them
+    assert len(want["papers"]) == 50 and want["members"]["writer-2"][:2] == ["part-1:21", "part-1:22"]
+
+
+@needs_data
+@pytest.mark.timeout(600)  # ~60 s on a quiet 2-core machine
+def test_three_ingest_processes_and_a_kill_end_as_one_sequential_ingest(make_runtime, chroma_server: int,
+                                                                         tmp_path: Path) -> None:
+    parts = cw.write_inputs(tmp_path / "in", writers=3, records=40, overlap=15)
+    ref = make_runtime(home=tmp_path / "ref", ingest={"batch_papers": 10},
+                       store={"mode": "server", "port": chroma_server, "collection": "writers-ref"})
+    for i, part in enumerate(parts, 1):
+        ref.ingestor(progress=False).ingest([part], collection=f"writer-{i}")
+    want = cw.snapshot(chroma_server, "writers-ref")
+    want_lex = cw.lexical_view(tmp_path / "ref", chroma_server, collection="writers-ref")
+    assert (len(want["papers"]), len(want["members"])) == (90, 120)
+
+    cache = tmp_path / "cache"
+    homes = [tmp_path / f"writer-{i}" for i in (1, 2, 3)]
+    writers = [cw.Writer(i, [part], False, cw.env_for(cw.make_home(home, cache), chroma_server, 10, "writers-run"))
+               for i, (part, home) in enumerate(zip(parts, homes, strict=True), 1)]
+    cw.run_writers(writers, kill=1, rng=random.Random(2))
+    assert writers[1].runs[0].get("killed_after_batches") is not None
+    assert [w.runs[-1]["exit"] for w in writers] == [0, 0, 0], [w.runs for w in writers]
+    got = cw.snapshot(chroma_server, "writers-run")
+    assert cw.differences(want, got) == []
+    for home in homes:
+        assert cw.lexical_differences(home.name, want_lex,
+                                      cw.lexical_view(home, chroma_server, want_lex["probes"], "writers-run")) == []
