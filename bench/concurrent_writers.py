@@ -3,11 +3,14 @@ process answering questions meanwhile; the store must end as one sequential inge
 
     python -m bench.concurrent_writers [--rounds 10] [--writers 3] [--records 300] [--overlap 100]
                                        [--no-sample] [--kill] [--batch-papers 50] [--seed N] [--out FILE]
+                                       [--in-order] [--workdir DIR]
 
 Input: writer i gets ``part-i.jsonl``, ``--records`` Cranfield records (a BEIR corpus, so its ids are
 ``part-i:<_id>``: a record shared by two parts has two ids and one abstract, a duplicate the ingest must store
-once), overlapping the next writer's by ``--overlap``, plus the bundled sample corpus (the same 40 papers, same
-ids, for every writer), and joins the collection ``writer-i`` (``ingest --collection``).
+once), overlapping the next writer's by ``--overlap``, shuffled (``--in-order`` keeps corpus order, where one
+writer meets the shared records at its end and the next at its start, so they seldom race), plus the bundled
+sample corpus (the same 40 papers, same ids, for every writer), and joins the collection ``writer-i``
+(``ingest --collection``).
 
 The reference: the writers' commands run one after another against a fresh server. Each round: a fresh
 server, the asker (``--ask``: a process asking Cranfield questions in a loop from its first answer on, every
@@ -31,6 +34,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -52,9 +56,10 @@ PROBE_TERMS = 200
 
 
 # ---- input ---------------------------------------------------------------------------------------
-def write_inputs(dest: Path, writers: int, records: int, overlap: int) -> list[Path]:
+def write_inputs(dest: Path, writers: int, records: int, overlap: int, shuffle: int | None = None) -> list[Path]:
     """``part-i.jsonl`` for each writer: ``records`` Cranfield rows, the first ``overlap`` of them shared with
-    the previous writer's last ones."""
+    the previous writer's last ones; in corpus order, or each file shuffled (seed ``shuffle``), so that two
+    writers meet their shared records at the same time, not one at its start and the other at its end."""
     if not 0 <= overlap < records:
         raise ValueError(f"overlap must be in [0, records): {overlap} of {records}")
     rows = (CRANFIELD / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
@@ -66,7 +71,10 @@ def write_inputs(dest: Path, writers: int, records: int, overlap: int) -> list[P
     out = []
     for i in range(writers):
         path = dest / f"part-{i + 1}.jsonl"
-        path.write_text("\n".join(rows[i * step:i * step + records]) + "\n", encoding="utf-8")
+        mine = rows[i * step:i * step + records]
+        if shuffle is not None:
+            random.Random(shuffle + i).shuffle(mine)
+        path.write_text("\n".join(mine) + "\n", encoding="utf-8")
         out.append(path)
     return out
 
@@ -308,6 +316,8 @@ def ask_loop(stop: Path, out: Path) -> None:
     questions = [json.loads(line)["text"] for line in (CRANFIELD / "queries.jsonl").open(encoding="utf-8")][:50]
     rt = Runtime(get_settings())
     chain = AnswerChain(rt)
+    rt.embedder.embed(["a question before the writers start"])  # the model loaded: then the writers start
+    stop.with_suffix(".ready").touch()
     answered, empty, errors, times = 0, 0, [], []
     i = 0
     while not stop.exists():
@@ -360,6 +370,9 @@ def run_round(work: Path, parts: list[Path], sample: bool, cache: Path, batch_pa
         ask_home = make_home(work / "asker", cache)
         stop, ask_out = work / "asker.stop", work / "asker.json"
         asker = start_asker(ask_home, server.port, stop, ask_out)
+        deadline = time.monotonic() + 600
+        while not stop.with_suffix(".ready").exists() and asker.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
         writers = [Writer(i + 1, [p], sample, env_for(make_home(work / f"writer-{i + 1}", cache), server.port,
                                                        batch_papers)) for i, p in enumerate(parts)]
         victim = rng.randrange(len(writers)) if kill else None
@@ -387,12 +400,15 @@ def run_round(work: Path, parts: list[Path], sample: bool, cache: Path, batch_pa
 
 
 def run(rounds: int = 10, writers: int = 3, records: int = 300, overlap: int = 100, sample: bool = True,
-        kill: bool = True, batch_papers: int = 50, seed: int = 0, workdir: Path | None = None) -> dict[str, Any]:
+        kill: bool = True, batch_papers: int = 50, seed: int = 0, workdir: Path | None = None,
+        shuffle: bool = True) -> dict[str, Any]:
     """The whole experiment (see the module docstring); kills in every round with ``kill``."""
     rng = random.Random(seed)
     with contextlib.ExitStack() as stack:
         work = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="paperchat-writers-")))
-        parts = write_inputs(work / "input", writers, records, overlap)
+        for old in [work / "ref-db", work / "ref-home", *work.glob("round-*")]:  # a kept workdir: all but the cache
+            shutil.rmtree(old, ignore_errors=True)
+        parts = write_inputs(work / "input", writers, records, overlap, seed if shuffle else None)
         cache = work / "cache"
         ref = reference(work, parts, sample, cache, batch_papers)
         log.info("reference: %d papers, %d chunks, %d memberships in %.0f s", len(ref["papers"]),
@@ -407,7 +423,7 @@ def run(rounds: int = 10, writers: int = 3, records: int = 300, overlap: int = 1
                      res["chunks"], res["members"], res["killed"], res["asker"]["answered"], res["seconds"],
                      "".join(f"\n  {p}" for p in res["problems"]))
     return {"config": {"rounds": rounds, "writers": writers, "records": records, "overlap": overlap,
-                       "sample": sample, "kill": kill, "batch_papers": batch_papers, "seed": seed},
+                       "sample": sample, "kill": kill, "batch_papers": batch_papers, "seed": seed, "shuffle": shuffle},
             "reference": {"papers": len(ref["papers"]), "chunks": len(ref["chunks"]),
                           "members": len(ref["members"]), "lexical_papers": len(ref["lexical"]["papers"]),
                           "runs": ref["runs"], "seconds": ref["seconds"]},
@@ -424,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kill", action="store_true", help="SIGKILL one writer per round mid-way and re-run it")
     p.add_argument("--batch-papers", type=int, default=50, help="PAPERCHAT_INGEST__BATCH_PAPERS of the writers")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--in-order", action="store_true", help="keep each file in corpus order (default: shuffled)")
+    p.add_argument("--workdir", type=Path, help="keep inputs, homes and the embedding cache here (default: a "
+                   "temporary folder, deleted after); a second run with the same one starts with a warm cache")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT)
     p.add_argument("--ask", help=argparse.SUPPRESS)  # internal: the asker process's spec
     args = p.parse_args(argv)
@@ -436,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     log.info("concurrent writers: %s", vars(args))
     res = run(args.rounds, args.writers, args.records, args.overlap, not args.no_sample, args.kill,
-              args.batch_papers, args.seed)
+              args.batch_papers, args.seed, args.workdir, not args.in_order)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=1), encoding="utf-8")
     log.info("%d of %d rounds ended as the sequential ingest (%d papers, %d chunks, %d memberships); report %s",

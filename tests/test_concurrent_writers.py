@@ -17,6 +17,8 @@ import pytest
 from conftest import SHARED
 
 from bench import concurrent_writers as cw
+from rag.config import get_settings
+from rag.index.embed_cache import CachedEmbedder
 from rag.ingest.pipeline import Ingestor
 from rag.runtime import Runtime
 
@@ -65,7 +67,7 @@ def test_a_paper_two_writers_store_at_once_is_stored_once(make_runtime, tmp_path
     deferred: list[Any] = []
     if membership == "after the merge":  # b's memberships land after a merged b's copies into its own
         real_collect = b._collect
-        b._collect = lambda *args, **kw: deferred.append(lambda: real_collect(*args, **kw))  # type: ignore[method-assign]
+        b._collect = lambda *args, **kw: deferred.append(lambda: real_collect(*args, **kw))
     # a has decided part-1:21..30 are new; b stores the same papers as part-2:21..30 before a writes them
     _when_writing(a, "part-1:21", lambda: b.ingest([parts[1]], collection="writer-2"))
     report = a.ingest([parts[0]], collection="writer-1")
@@ -77,22 +79,30 @@ def test_a_paper_two_writers_store_at_once_is_stored_once(make_runtime, tmp_path
 
 
 @needs_data
-@pytest.mark.timeout(600)  # ~60 s on a quiet 2-core machine
-def test_three_ingest_processes_and_a_kill_end_as_one_sequential_ingest(make_runtime, chroma_server: int,
+@pytest.mark.timeout(900)  # ~60 s on a quiet 2-core machine, most of it four processes loading torch
+def test_three_ingest_processes_and_a_kill_end_as_one_sequential_ingest(embedder, chroma_server: int,
                                                                          tmp_path: Path) -> None:
-    parts = cw.write_inputs(tmp_path / "in", writers=3, records=40, overlap=15)
-    ref = make_runtime(home=tmp_path / "ref", ingest={"batch_papers": 10},
-                       store={"mode": "server", "port": chroma_server, "collection": "writers-ref"})
-    for i, part in enumerate(parts, 1):
-        ref.ingestor(progress=False).ingest([part], collection=f"writer-{i}")
+    parts = cw.write_inputs(tmp_path / "in", writers=3, records=40, overlap=15, shuffle=0)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    settings = get_settings(home=tmp_path / "ref", ingest={"batch_papers": 10},
+                            store={"mode": "server", "port": chroma_server, "collection": "writers-ref"})
+    # the reference fills the embedding cache the writers share: they embed nothing, they race on writes
+    ref = Runtime(settings, _embedder=CachedEmbedder(embedder, cache / "embeddings.sqlite"))
+    try:
+        for i, part in enumerate(parts, 1):
+            ref.ingestor(progress=False).ingest([part], collection=f"writer-{i}")
+    finally:
+        ref.close()
     want = cw.snapshot(chroma_server, "writers-ref")
     want_lex = cw.lexical_view(tmp_path / "ref", chroma_server, collection="writers-ref")
     assert (len(want["papers"]), len(want["members"])) == (90, 120)
 
-    cache = tmp_path / "cache"
     homes = [tmp_path / f"writer-{i}" for i in (1, 2, 3)]
-    writers = [cw.Writer(i, [part], False, cw.env_for(cw.make_home(home, cache), chroma_server, 10, "writers-run"))
-               for i, (part, home) in enumerate(zip(parts, homes, strict=True), 1)]
+    envs = [cw.env_for(cw.make_home(home, cache), chroma_server, 10, "writers-run") for home in homes]
+    for env in envs:
+        env["PAPERCHAT_EMBEDDINGS__RUNTIME"] = "torch"  # no ONNX export written at the end of each run
+    writers = [cw.Writer(i, [part], False, env) for i, (part, env) in enumerate(zip(parts, envs, strict=True), 1)]
     cw.run_writers(writers, kill=1, rng=random.Random(2))
     assert writers[1].runs[0].get("killed_after_batches") is not None
     assert [w.runs[-1]["exit"] for w in writers] == [0, 0, 0], [w.runs for w in writers]
