@@ -2,7 +2,9 @@
 
 Re-ingesting an unchanged file embeds and writes nothing; a changed record is updated in place
 (new version written before the old one is deleted); a run killed at any point and re-run ends
-with every paper stored exactly once. Derived indexes (BM25) are synced through ``on_change``.
+with every paper stored exactly once. Derived indexes (BM25) are synced through ``on_change``. Several
+writers may ingest into one store at once: after each batch, the copies of its papers that another writer
+stored at the same moment under other ids are merged into one (``rag.ingest.converge``).
 
 Collections: after each file, its papers (duplicates counted as the paper they duplicate) join the
 ``collection`` given to :meth:`Ingestor.ingest`, and the collections the records name themselves (a
