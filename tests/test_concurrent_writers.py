@@ -38,11 +38,20 @@ def _state(rt: Runtime) -> dict[str, Any]:
             "scores": {t: np.round(rt.lexical.term_scores({t: 1.0}), 4).tolist() for t in probes}}
 
 
-def _sequential(make_runtime, home: Path, parts: list[Path]) -> dict[str, Any]:
-    rt = make_runtime(home=home, ingest={"batch_papers": 10})
-    for i, part in enumerate(parts, 1):
-        rt.ingestor(progress=False).ingest([part], collection=f"writer-{i}")
-    return _state(rt)
+@pytest.fixture(scope="module")
+def two_parts(embedder, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], CachedEmbedder, dict[str, Any]]:
+    """Two overlapping inputs, an embedder whose cache holds their vectors, and what ingesting them one after
+    the other stores (built once for the module)."""
+    tmp = tmp_path_factory.mktemp("two-parts")
+    parts = cw.write_inputs(tmp / "in", writers=2, records=30, overlap=10)
+    cached = CachedEmbedder(embedder, tmp / "embeddings.sqlite")
+    rt = Runtime(get_settings(home=tmp / "ref", ingest={"batch_papers": 10}), _embedder=cached)
+    try:
+        for i, part in enumerate(parts, 1):
+            rt.ingestor(progress=False).ingest([part], collection=f"writer-{i}")
+        return parts, cached, _state(rt)
+    finally:
+        rt.close()
 
 
 def _when_writing(a: Ingestor, first_id: str, then: Any) -> None:
@@ -59,22 +68,24 @@ def _when_writing(a: Ingestor, first_id: str, then: Any) -> None:
 
 @needs_data
 @pytest.mark.parametrize("membership", ["before the merge", "after the merge"])
-def test_a_paper_two_writers_store_at_once_is_stored_once(make_runtime, tmp_path: Path, membership: str) -> None:
-    parts = cw.write_inputs(tmp_path / "in", writers=2, records=30, overlap=10)
-    want = _sequential(make_runtime, tmp_path / "ref", parts)
-    rt = make_runtime(ingest={"batch_papers": 10})
-    a, b = rt.ingestor(progress=False), rt.ingestor(progress=False)
-    deferred: list[Any] = []
-    if membership == "after the merge":  # b's memberships land after a merged b's copies into its own
-        real_collect = b._collect
-        b._collect = lambda *args, **kw: deferred.append(lambda: real_collect(*args, **kw))
-    # a has decided part-1:21..30 are new; b stores the same papers as part-2:21..30 before a writes them
-    _when_writing(a, "part-1:21", lambda: b.ingest([parts[1]], collection="writer-2"))
-    report = a.ingest([parts[0]], collection="writer-1")
-    for collect in deferred:
-        collect()
-    assert (report.added, report.duplicates) == (30, 0)  # a keeps its copies: b's are the ones merged
-    assert _state(rt) == want  # the smaller ids kept, as the sequential ingest of part 1 then part 2 keeps them
+def test_a_paper_two_writers_store_at_once_is_stored_once(two_parts, tmp_path: Path, membership: str) -> None:
+    parts, cached, want = two_parts
+    rt = Runtime(get_settings(home=tmp_path / "home", ingest={"batch_papers": 10}), _embedder=cached)
+    try:
+        a, b = rt.ingestor(progress=False), rt.ingestor(progress=False)
+        deferred: list[Any] = []
+        if membership == "after the merge":  # b's memberships land after a merged b's copies into its own
+            real_collect = b._collect
+            b._collect = lambda *args, **kw: deferred.append(lambda: real_collect(*args, **kw))
+        # a has decided part-1:21..30 are new; b stores the same papers as part-2:21..30 before a writes them
+        _when_writing(a, "part-1:21", lambda: b.ingest([parts[1]], collection="writer-2"))
+        report = a.ingest([parts[0]], collection="writer-1")
+        for collect in deferred:
+            collect()
+        assert (report.added, report.duplicates) == (30, 0)  # a keeps its copies: b's are the ones merged
+        assert _state(rt) == want  # the smaller ids kept, as the sequential ingest of part 1 then part 2 keeps them
+    finally:
+        rt.close()
     assert len(want["papers"]) == 50 and want["members"]["writer-2"][:2] == ["part-1:21", "part-1:22"]
 
 
