@@ -65,6 +65,9 @@ bench-evals: $(STAMP) ## time `paperchat eval` and `eval-retrieval` from an empt
 bench-crash: $(STAMP) ## kill -9 a 2k-paper ingest 20×, verify every round → reports/crash_loop.json
 	$(BIN)/python -m tests.support.crash_loop
 
+bench-writers: $(STAMP) ## 3 ingest processes + 1 asker on one chroma server, one kill -9, 10 rounds vs a sequential ingest → reports/concurrent_writers.json
+	$(BIN)/python -m tests.support.concurrent_writers --rounds 10 --kill
+
 bench-load: $(STAMP) ## 20 chat sessions × 60 s against paperchat serve on loopback → reports/load.json
 	$(BIN)/python -m bench.load
 
@@ -86,4 +89,4 @@ bench: bench-ingest bench-retrieval bench-latency bench-api bench-evals ## every
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-quality bench-latency bench-api bench-evals bench-crash bench-load bench-injection bench-scale bench-encoder test-long clean
+.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-quality bench-latency bench-api bench-evals bench-crash bench-writers bench-load bench-injection bench-scale bench-encoder test-long clean

@@ -10,6 +10,11 @@ hand have none; a Zotero library's collections are tagged with the library's pat
 that library can remove from them what was removed in Zotero (:meth:`Collections.sync`) without touching
 collections filled by hand.
 
+Papers merged into another (``rag.ingest.converge``: one paper two writers stored at once under two ids) take
+their memberships with them (:meth:`Collections.merge`); a third collection (``<store collection>-merged``)
+keeps one row per merged id naming the paper it went into, so a membership written under that id later (by a
+writer that had not seen the merge yet) is moved as well (:meth:`Collections.follow_merges`).
+
 Names are free text (spaces, quotes, accents, emoji), at most 200 characters; ``/`` separates the levels
 of a nested collection (``Parent/Child``), as Zotero collection paths are written.
 """
@@ -33,6 +38,7 @@ log = logging.getLogger(__name__)
 NAME = "set"  # metadata keys of a membership row
 PAPER = "paper_id"
 SOURCE = "source"
+INTO = "into"  # of a merge row: the paper the row's ``paper_id`` was merged into
 MAX_NAME = 200
 _PAGE = 5000
 _VECTOR = [[1.0]]  # Chroma rows need a vector; membership rows are only ever read by metadata
@@ -90,28 +96,29 @@ class Collections:
     def __init__(self, store: ChromaStore) -> None:
         self.store = store
         self._name = f"{store.settings.store.collection}-sets"
-        self._client: Any = None
-        self._col: Any = None
+        self._merged_name = f"{store.settings.store.collection}-merged"
+        self._open: dict[str, tuple[Any, Any]] = {}  # collection name → (client it was opened on, handle)
 
-    def _rows(self, create: bool = False) -> Any:
-        """The membership collection (None when it does not exist and ``create`` is false). Reopened when the
-        store reconnected to its server (a new client)."""
-        client = self.store.client
-        if self._col is None or self._client is not client:
-            self._col = None
-            try:
-                self._col = (client.get_or_create_collection(self._name, embedding_function=None,
-                                                              metadata={"paperchat": "collections"})
-                             if create else client.get_collection(self._name, embedding_function=None))
-            except Exception as e:
-                if create or not _missing(e):
-                    raise
-                return None
-            self._client = client
-        return self._col
+    def _rows(self, create: bool = False, name: str | None = None) -> Any:
+        """The membership collection (or another side collection by ``name``; None when it does not exist and
+        ``create`` is false). Reopened when the store reconnected to its server (a new client)."""
+        client, name = self.store.client, name or self._name
+        opened = self._open.get(name)
+        if opened is not None and opened[0] is client:
+            return opened[1]
+        try:
+            kind = "collections" if name == self._name else "merged papers"
+            col = (client.get_or_create_collection(name, embedding_function=None, metadata={"paperchat": kind})
+                   if create else client.get_collection(name, embedding_function=None))
+        except Exception as e:
+            if create or not _missing(e):
+                raise
+            return None
+        self._open[name] = (client, col)
+        return col
 
-    def _iter(self, where: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
-        col = self._rows()
+    def _iter(self, where: dict[str, Any] | None = None, name: str | None = None) -> Iterator[dict[str, Any]]:
+        col = self._rows(name=name)
         if col is None:
             return
         offset = 0
@@ -239,6 +246,54 @@ class Collections:
         if added or removed:
             log.info("collections from %s: %d memberships added, %d removed", source, added, removed)
         return {"added": added, "removed": removed}
+
+    # ---- merged papers -------------------------------------------------------------------------------
+    @_guarded
+    def merge(self, into: Mapping[str, str], delete: Callable[[], None]) -> int:
+        """Papers merged into others (merged id → kept id): the merge is recorded first, then ``delete`` removes
+        the merged papers' rows, then their memberships become the kept papers' (same collection and source).
+        Every step is idempotent, and a run killed after the record is finished by the next one (the papers are
+        still stored, so merged again, or :meth:`follow_merges` moves what is left). Returns memberships moved."""
+        into = {a: b for a, b in into.items() if a != b}
+        if not into:
+            return 0
+        ids = sorted(into)
+        col = self._rows(create=True, name=self._merged_name)
+        for i in range(0, len(ids), max(1, self.store.max_batch)):
+            part = ids[i:i + max(1, self.store.max_batch)]
+            col.upsert(ids=part, embeddings=_VECTOR * len(part), metadatas=[{PAPER: a, INTO: into[a]} for a in part])
+        delete()
+        return self._move(into)
+
+    @_guarded
+    def follow_merges(self, paper_ids: Iterable[str], stored: Callable[[list[str]], set[str]]) -> int:
+        """Move the memberships of papers among ``paper_ids`` that were merged into another and are gone
+        (``stored`` says which ids are stored): a membership written after the merge moved the others."""
+        ids = sorted(set(paper_ids))
+        col = self._rows(name=self._merged_name)
+        if col is None or not ids:
+            return 0
+        into: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            res = col.get(ids=ids[i:i + 500], include=["metadatas"])
+            into.update((md[PAPER], md[INTO]) for md in res["metadatas"])
+        if not into:
+            return 0
+        present = stored(sorted(set(into) | set(into.values())))
+        # a merge row is history: it applies while the merged id is gone and the kept one is there
+        return self._move({a: b for a, b in into.items() if a not in present and b in present})
+
+    def _move(self, into: Mapping[str, str]) -> int:
+        ids = sorted(into)
+        rows = [md for i in range(0, len(ids), 500) for md in self._iter({PAPER: {"$in": ids[i:i + 500]}})]
+        if not rows:
+            return 0
+        col = self._rows(create=True)
+        col.upsert(ids=[_row_id(md[NAME], into[md[PAPER]]) for md in rows], embeddings=_VECTOR * len(rows),
+                   metadatas=[{NAME: md[NAME], PAPER: into[md[PAPER]], SOURCE: md.get(SOURCE, "")} for md in rows])
+        self._delete([_row_id(md[NAME], md[PAPER]) for md in rows])
+        log.info("%d memberships moved to the papers %d merged papers went into", len(rows), len(into))
+        return len(rows)
 
     def _present(self, name: str, ids: list[str]) -> set[str]:
         col = self._rows()

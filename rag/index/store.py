@@ -383,14 +383,18 @@ class ChromaStore:
 
     @_guarded
     def bump_generation(self) -> int:
+        """A new generation: larger than the one read, and the clock in microseconds when that is larger still,
+        so two writers bumping at once (both read the same value; Chroma has no compare-and-set) write two
+        different values, and a derived index saved at one never matches a store another writer changed since."""
         meta = dict(self.collection.metadata or {})
-        meta["generation"] = int(meta.get("generation", 0)) + 1
+        meta["generation"] = max(int(meta.get("generation", 0)) + 1, time.time_ns() // 1000)
         self.collection.modify(metadata=meta)
         return int(meta["generation"])
 
     @property
     def generation(self) -> int:
-        """Bumped by every ingest that changed something; derived indexes compare against it."""
+        """Changed by every ingest that changed something (see ``bump_generation``); derived indexes compare
+        against it."""
         return self._generation()
 
     @_guarded

@@ -2,7 +2,9 @@
 
 Re-ingesting an unchanged file embeds and writes nothing; a changed record is updated in place
 (new version written before the old one is deleted); a run killed at any point and re-run ends
-with every paper stored exactly once. Derived indexes (BM25) are synced through ``on_change``.
+with every paper stored exactly once. Derived indexes (BM25) are synced through ``on_change``. Several
+writers may ingest into one store at once: after each batch, the copies of its papers that another writer
+stored at the same moment under other ids are merged into one (``rag.ingest.converge``).
 
 Collections: after each file, its papers (duplicates counted as the paper they duplicate) join the
 ``collection`` given to :meth:`Ingestor.ingest`, and the collections the records name themselves (a
@@ -27,6 +29,7 @@ from rag.index.rows import ABSTRACT_HASH, ARXIV_ID, DOI, chunk_id, chunk_metadat
 from rag.index.store import ChromaStore, ChunkRow
 from rag.ingest import loaders
 from rag.ingest.chunking import chunk_papers
+from rag.ingest.converge import Keys, distinct, present, settle
 from rag.ingest.loaders.base import RecordProblem
 from rag.ingest.report import counts as problem_counts
 from rag.quarantine import evidence_texts
@@ -75,6 +78,7 @@ class BatchPlan:
     to_write: list[tuple[Paper, str]]  # (paper, content hash) whose chunks must be (re)written
     stale: list[str]  # chunk ids of other versions, deleted once the new version is written
     placed: list[tuple[str, list[str]]]  # (stored paper id, collections the record names) of every record
+    added: set[str] = field(default_factory=set)  # ids of the papers counted as added
 
 
 def paper_rows(papers: list[tuple[Paper, str]], embedder: Embedder, max_tokens: int, overlap: int) -> list[ChunkRow]:
@@ -93,9 +97,7 @@ def paper_rows(papers: list[tuple[Paper, str]], embedder: Embedder, max_tokens: 
 
 
 def _distinct(p: Paper, doi: str, arxiv_id: str) -> bool:
-    """Both records carry a DOI (or both an arXiv id) and the two differ: two papers, however alike their
-    abstracts (publishers reuse one blurb for a book's chapters; a placeholder slips through)."""
-    return bool(p.doi and doi and p.doi != doi) or bool(p.arxiv_id and arxiv_id and p.arxiv_id != arxiv_id)
+    return distinct(Keys.of(p), Keys(doi, arxiv_id, ""))
 
 
 class Ingestor:
@@ -148,7 +150,7 @@ class Ingestor:
                 report.file_errors.append(str(e))
                 log.error("%s", e)
         self._drain(report)
-        if report.changed or report.file_errors or report.problems:
+        if report.changed or report.file_errors or report.problems or self._bumped:
             self.store.bump_generation()
         for hook in self.on_change:
             hook(self.store)
@@ -163,7 +165,7 @@ class Ingestor:
         self._ingest_items(Path("<memory>"), iter(papers), report)
         self._file_done(report, collection, source=None)
         self._drain(report)
-        if report.changed:
+        if report.changed or self._bumped:
             self.store.bump_generation()
         for hook in self.on_change:
             hook(self.store)
@@ -204,6 +206,8 @@ class Ingestor:
             changed = self.collections.sync(source, wanted)
             report.collected += changed["added"]
             report.uncollected += changed["removed"]
+        # a paper merged into another after its membership was decided (another writer settled since): follow it
+        self.collections.follow_merges(ids, lambda some: present(self.store, some))
 
     def _before_first_write(self) -> None:
         """Bump the store generation before a run's first write, not only after its last: a run killed in
@@ -275,6 +279,18 @@ class Ingestor:
             out.append(p)
         return out
 
+    def _settle(self, batch: list[Paper], plan: BatchPlan, report: IngestReport) -> None:
+        """After the batch is written: the copies of its papers another writer stored at the same time are merged
+        (``rag.ingest.converge``), and the batch's records are placed (and counted) as the papers kept."""
+        kept = settle(self.store, self.collections, batch, before_delete=self._before_first_write)
+        for p in batch:
+            if kept.get(p.id, p.id) != p.id:
+                self._canon[p.id] = kept[p.id]
+                if p.id in plan.added:  # written, then found stored already: a duplicate after all
+                    report.added -= 1
+                    report.duplicates += 1
+        plan.placed = [(kept.get(p.id, pid), names) for p, (pid, names) in zip(batch, plan.placed, strict=True)]
+
     def _plan_batch(self, batch: list[Paper], report: IngestReport) -> BatchPlan:
         """Dedupe a batch and compare it with the store: which papers to write, which old chunks to delete.
         Counts added / updated / unchanged / duplicates; changes nothing stored."""
@@ -285,6 +301,7 @@ class Ingestor:
         states = self.store.chunk_states([p.id for p in batch])
         to_write: list[tuple[Paper, str]] = []
         stale: list[str] = []
+        added: set[str] = set()
         for p in batch:
             h = p.content_hash()
             versions = states.get(p.id, {})
@@ -304,8 +321,9 @@ class Ingestor:
                 report.updated += 1
             else:
                 report.added += 1
+                added.add(p.id)
         placed = [(self._canon.get(pid, pid), names) for pid, names in incoming]
-        return BatchPlan(to_write, stale, placed)
+        return BatchPlan(to_write, stale, placed, added)
 
     def _write_batch(self, batch: list[Paper], report: IngestReport) -> None:
         plan = self._plan_batch(batch, report)
@@ -322,6 +340,7 @@ class Ingestor:
         if plan.stale:
             self._before_first_write()
             self.store.delete(plan.stale)
+        self._settle(batch, plan, report)
         # after the papers are written: a membership never names a paper that a crash kept out of the store
         self._placed.extend(plan.placed)
         log.info("batch written: %d papers, %d chunks embedded, %d stale chunks deleted", len(plan.to_write),
