@@ -78,10 +78,14 @@ def test_few_true_paraphrases_are_marked_contradicted(scored: dict[str, list[dic
     assert all(s is not None and s <= PARAPHRASES_CONTRADICTED for s in shares.values()), shares
 
 
-def test_a_contradicted_family_is_not_measured_on_nothing(scored: dict[str, list[dict[str, Any]]]) -> None:
-    """The gate can fail: each contradicted family has findings on these sets, so its bar is measured."""
+def test_every_family_that_sets_a_verdict_is_measured_on_something(scored: dict[str, list[dict[str, Any]]]) -> None:
+    """The gate can fail: each family that changes a verdict (contradicted or not_in_source; none says contradicted
+    offline since the blind set, table.py) has findings on these sets, so its bar is measured, not assumed."""
     overall = _overall(scored)
-    assert all(overall[name]["n"] > 0 for name, f in TABLE.items() if f.severity == "contradicted")
+    # on_topic is the support score, which needs the embedding model: the --long test measures it
+    judged = [name for name, f in TABLE.items() if f.verdict is not None and name != "on_topic"]
+    assert len(judged) >= 5 and all(overall.get(name, {}).get("n", 0) > 0 for name in judged), \
+        {name: overall.get(name, {}).get("n", 0) for name in judged}
 
 
 @pytest.mark.slow
