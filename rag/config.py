@@ -125,6 +125,10 @@ class EmbeddingSettings(BaseModel):
         "int8", description="what answers score abstract sentences with: int8 = a quantised copy of the ONNX "
         "export (written with it; ~1.8x faster on CPU, cosine ~0.99 to exact; stored and query vectors stay exact), "
         "exact = the encoder itself")
+    export_cache: Path | None = Field(
+        None, description="folder for the local encoder's ONNX export and its int8 copy (checked against the "
+        "weights they were made from, so homes may share one): a machine with several homes writes it once; "
+        "default: the home's cache folder")
 
 
 class ChunkSettings(BaseModel):
@@ -329,6 +333,12 @@ class Settings(BaseSettings):
     @property
     def cache_dir(self) -> Path:
         return self.home / "cache"
+
+    @property
+    def encoder_cache_dir(self) -> Path:
+        """Where the local encoder's ONNX export is kept: ``embeddings.export_cache``, else the home's cache."""
+        shared = self.embeddings.export_cache
+        return shared.expanduser() if shared is not None else self.cache_dir
 
     @property
     def tiktoken_cache_dir(self) -> Path:

@@ -58,6 +58,10 @@ def clean_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
         # The offline rules judge cited statements unless a test asks for the LLM judge (verify.judge): a stub's
         # scripted replies go to the answers they script (tests/test_llm_judge.py drives the judge).
         mp.setenv("PAPERCHAT_VERIFY__JUDGE", "rules")
+        # One ONNX export of the encoder for the whole session instead of one per test home (each costs ~10 s of
+        # export and int8 checks, and a process that only asks on a home without one loads torch). Tests of the
+        # export itself take `export_per_home`.
+        mp.setenv("PAPERCHAT_EMBEDDINGS__EXPORT_CACHE", str(tmp_path_factory.mktemp("encoder-exports")))
         mp.chdir(tmp_path_factory.mktemp("session-cwd"))
         yield
 
@@ -69,6 +73,12 @@ def paperchat_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PAPERCHAT_HOME", str(home))
     monkeypatch.chdir(tmp_path)
     return home
+
+
+@pytest.fixture
+def export_per_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The encoder's ONNX export kept in each home's own cache, as without ``embeddings.export_cache``."""
+    monkeypatch.delenv("PAPERCHAT_EMBEDDINGS__EXPORT_CACHE", raising=False)
 
 
 @pytest.fixture(scope="session")

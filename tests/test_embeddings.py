@@ -99,7 +99,7 @@ def _embed_in_child(home: Path, tmp_path: Path, texts: list[str] = TEXTS, **env:
 
 
 @pytest.mark.timeout(600)
-def test_an_ingest_writes_the_onnx_export_and_a_process_that_asks_never_imports_torch(embedder,
+def test_an_ingest_writes_the_onnx_export_and_a_process_that_asks_never_imports_torch(embedder, export_per_home,
                                                                                         tmp_path: Path) -> None:
     home = tmp_path / "home"
     rt = Runtime(Settings(home=home))
@@ -108,7 +108,7 @@ def test_an_ingest_writes_the_onnx_export_and_a_process_that_asks_never_imports_
     assert imported == ["torch"]
     assert rt.scoring_embedder is rt.embedder  # no int8 copy yet: sentences scored exactly
     rt.ingestor(progress=False).ingest(SAMPLE[:1])  # an ingest ends by writing the export
-    path = onnx_bert.path_for(rt.settings.cache_dir, DEFAULT_MODEL_SHA256)
+    path = onnx_bert.path_for(rt.settings.encoder_cache_dir, DEFAULT_MODEL_SHA256)
     record = json.loads(path.with_name(path.name + ".json").read_text())
     assert record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert record["max_abs_difference"] <= onnx_bert.TOLERANCE
@@ -131,12 +131,12 @@ def test_an_ingest_writes_the_onnx_export_and_a_process_that_asks_never_imports_
     assert imported == ["torch"]
 
 
-def test_a_torn_or_foreign_onnx_export_is_never_used(embedder, tmp_path: Path,
+def test_a_torn_or_foreign_onnx_export_is_never_used(embedder, export_per_home, tmp_path: Path,
                                                      caplog: pytest.LogCaptureFixture) -> None:
     settings = Settings(home=tmp_path / "home")
     first = make_embedder(settings)
     assert export_fast_encoder(first) is True
-    path = onnx_bert.path_for(settings.cache_dir, DEFAULT_MODEL_SHA256)
+    path = onnx_bert.path_for(settings.encoder_cache_dir, DEFAULT_MODEL_SHA256)
     good = path.read_bytes()
     assert make_embedder(settings)._onnx is not None  # type: ignore[attr-defined]
     with open(path, "r+b") as f:  # one byte changed in the middle of the weights: same size, other bytes
@@ -151,17 +151,31 @@ def test_a_torn_or_foreign_onnx_export_is_never_used(embedder, tmp_path: Path,
     assert make_embedder(settings)._onnx is None  # type: ignore[attr-defined]
 
 
+def test_homes_that_name_one_export_cache_share_one_export(embedder, export_per_home, tmp_path: Path) -> None:
+    shared = tmp_path / "exports"
+    one = Settings(home=tmp_path / "one", embeddings={"export_cache": shared})
+    other = Settings(home=tmp_path / "other", embeddings={"export_cache": shared})
+    assert one.encoder_cache_dir == shared and Settings(home=tmp_path / "x").encoder_cache_dir == tmp_path / "x" / "cache"
+    assert make_embedder(other)._onnx is None  # type: ignore[attr-defined]  # nothing exported yet
+    assert export_fast_encoder(make_embedder(one)) is True
+    assert onnx_bert.path_for(shared, DEFAULT_MODEL_SHA256).is_file()
+    assert not (tmp_path / "one" / "cache" / "encoders").exists()  # not in the home that wrote it
+    reused = make_embedder(other)  # another home finds it: ONNX Runtime, the same vectors
+    assert reused._onnx is not None  # type: ignore[attr-defined]
+    assert np.abs(reused.embed(TEXTS) - embedder.embed(TEXTS)).max() < 1e-5
+
+
 @pytest.mark.timeout(600)
 def test_answers_score_sentences_with_the_checked_int8_copy_and_retrieve_with_the_exact_encoder(
-        embedder, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        embedder, export_per_home, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     settings = Settings(home=tmp_path / "home")
     assert Runtime(settings).scoring_embedder.name == embedder.name  # no export yet: sentences scored exactly
     assert export_fast_encoder(make_embedder(settings)) is True  # as an ingest ends: the export and its int8 copy
-    quick = onnx_bert.quantised_path(onnx_bert.path_for(settings.cache_dir, DEFAULT_MODEL_SHA256))
+    quick = onnx_bert.quantised_path(onnx_bert.path_for(settings.encoder_cache_dir, DEFAULT_MODEL_SHA256))
     record = json.loads(quick.with_name(quick.name + ".json").read_text())
     assert record["sha256"] == hashlib.sha256(quick.read_bytes()).hexdigest()
     assert record["min_cosine"] >= onnx_bert.MIN_COSINE
-    assert quick.stat().st_size < 0.4 * onnx_bert.path_for(settings.cache_dir, DEFAULT_MODEL_SHA256).stat().st_size
+    assert quick.stat().st_size < 0.4 * onnx_bert.path_for(settings.encoder_cache_dir, DEFAULT_MODEL_SHA256).stat().st_size
 
     rt = Runtime(settings)
     scorer = rt.scoring_embedder

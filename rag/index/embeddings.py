@@ -462,7 +462,7 @@ def make_embedder(settings: Settings) -> Embedder:
         # The local default model has no OpenAI namesake: ask for OpenAI's small model instead.
         model = cfg.model if cfg.model != DEFAULT_MODEL else "text-embedding-3-small"
         return OpenAIEmbedder(cfg, embeddings_endpoint(settings, model))
-    return SentenceTransformerEmbedder(cfg, settings.cache_dir)
+    return SentenceTransformerEmbedder(cfg, settings.encoder_cache_dir)
 
 
 class QuantisedScorer(WrappedEmbedder):
