@@ -231,7 +231,7 @@ class SentenceTransformerEmbedder:
         # oneDNN caches compiled kernels per input shape, and exact-length batching makes a new shape for
         # almost every batch: with it on, ingest RSS grew ~0.5 GB per 1,000 papers (1.7 GB at 10k papers).
         # Torch's own CPU kernels run MiniLM as fast here (18–19 texts/s either way, measured) in flat memory.
-        torch.backends.mkldnn.enabled = False  # type: ignore[assignment]  # torch stubs type the flag as a property
+        torch.backends.mkldnn.enabled = False
         self.device = resolve_device(cfg.device)
         self._bert = bert.load(Path(source), self.device) if Path(source).is_dir() else None
         if self._bert is None:
@@ -345,7 +345,7 @@ class SentenceTransformerEmbedder:
 
                 from rag.index import bert
 
-                torch.backends.mkldnn.enabled = False  # type: ignore[assignment]  # as in _load_torch
+                torch.backends.mkldnn.enabled = False  # as in _load_torch
                 encoder = bert.load(Path(self.source), "cpu")
                 self._torch_bulk = _TorchRunner(self, encoder) if encoder is not None else False
         return self._torch_bulk or None
