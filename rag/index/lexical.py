@@ -46,7 +46,7 @@ import numpy as np
 
 from rag.analysis import analyze
 from rag.index import filter_catalog, shared_lexical
-from rag.index.lexical_view import _View, _Vocabulary
+from rag.index.lexical_view import IndexView, Vocabulary
 from rag.index.rows import FIRST_CHUNK, filter_fields, read_paper
 from rag.index.segments import NO_YEAR, Doc, Segment, write_json, year_of
 from rag.index.store import ChromaStore
@@ -86,7 +86,7 @@ class LexicalIndex:
     def __init__(self, root: Path, k1: float = 1.2, b: float = 0.75) -> None:
         self.root = root
         self.k1, self.b = k1, b
-        self._bm25: _View | None = None  # the loaded index (None: nothing loaded yet)
+        self._bm25: IndexView | None = None  # the loaded index (None: nothing loaded yet)
         self._manifest: dict[str, Any] = {}
         self._built_at: tuple[int, int] = (-1, -1)
         self._checked_at = -1e9  # time.monotonic() of the last state check
@@ -329,13 +329,13 @@ class LexicalIndex:
             if old and manifest["vocab"][:len(old)] == old:  # only new terms appended: read only their files
                 vocab, todo = self._bm25.vocab.copy(), manifest["vocab"][len(old):]  # type: ignore[union-attr]
             else:
-                vocab, todo = _Vocabulary(), manifest["vocab"]
+                vocab, todo = Vocabulary(), manifest["vocab"]
             for name in todo:
                 vocab.extend(json.loads((self.root / name).read_text(encoding="utf-8")))
             if len(vocab.terms) != manifest["vocab_size"]:
                 raise ValueError(f"vocabulary has {len(vocab.terms)} terms, manifest says {manifest['vocab_size']}")
             deleted = {k: set(v) for k, v in manifest["deleted"].items()}
-            view = _View(segments, deleted, vocab, self.k1, self.b)
+            view = IndexView(segments, deleted, vocab, self.k1, self.b)
         except (OSError, ValueError, KeyError, IndexError) as e:
             log.warning("lexical index at %s unreadable (%s); rebuilding", self.root, e)
             self._bm25 = None
@@ -352,7 +352,7 @@ class LexicalIndex:
             self.catalog_path.unlink(missing_ok=True)
 
     # ---- building ---------------------------------------------------------------------------------
-    def _docs(self, papers: Iterable[dict[str, Any]], vocab: _Vocabulary, new_terms: list[str]) -> Iterator[Doc]:
+    def _docs(self, papers: Iterable[dict[str, Any]], vocab: Vocabulary, new_terms: list[str]) -> Iterator[Doc]:
         for md in papers:
             f = filter_fields(md)
             words = analyze(paper_text(read_paper(md))) or ["\x00empty"]
@@ -367,7 +367,7 @@ class LexicalIndex:
     def _rebuild(self, papers: Iterable[dict[str, Any]], state: tuple[int, int]) -> None:
         """Analyse every paper into one segment and a fresh catalog, in a new folder swapped in whole."""
         t0 = time.perf_counter()
-        vocab, new_terms = _Vocabulary(), []  # type: ignore[var-annotated]
+        vocab, new_terms = Vocabulary(), []  # type: ignore[var-annotated]
         chosen: dict[str, Doc] = {}
         for doc in self._docs(papers, vocab, new_terms):
             if doc.key > getattr(chosen.get(doc.pid), "key", ""):  # several versions: the largest key
@@ -401,7 +401,7 @@ class LexicalIndex:
         log.info("lexical index rebuilt: %d papers in %.1f s at %s", len(docs), time.perf_counter() - t0, self.root)
 
     @staticmethod
-    def _compact_vocab(docs: list[Doc], vocab: _Vocabulary, folder: Path) -> tuple[list[Doc], str, int]:
+    def _compact_vocab(docs: list[Doc], vocab: Vocabulary, folder: Path) -> tuple[list[Doc], str, int]:
         """Renumber the docs' terms to the terms they use (sorted), saved as a new vocabulary file."""
         flat = np.concatenate([d.terms for d in docs]) if docs else np.zeros(0, np.int32)
         # A mask over the vocabulary, not np.unique: no sorted copy and int64 inverse of every term occurrence
@@ -523,7 +523,7 @@ class LexicalIndex:
         changes = sum(segs[n].n for n in small) + sum(len(s) for s in deleted.values())
         if base is not None and changes > MERGE_ALL_FRACTION * max(segs[base].n, 1):
             docs = sorted(self._live_docs(seg_names, segs, deleted), key=lambda d: d.pid)
-            vocab = _Vocabulary()
+            vocab = Vocabulary()
             for name in vocab_files:
                 vocab.extend(json.loads((self.root / name).read_text(encoding="utf-8")))
             docs, vocab_name, size = self._compact_vocab(docs, vocab, self.root)

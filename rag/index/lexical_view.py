@@ -15,15 +15,15 @@ import numpy as np
 from rag.index.segments import Segment
 
 
-class _Vocabulary:
+class Vocabulary:
     """Term → global id; ids only grow between full merges. Saved as append-only JSON files of new terms."""
 
     def __init__(self) -> None:
         self.terms: list[str] = []
         self.ids: dict[str, int] = {}
 
-    def copy(self) -> _Vocabulary:
-        out = _Vocabulary()
+    def copy(self) -> Vocabulary:
+        out = Vocabulary()
         out.terms, out.ids = list(self.terms), dict(self.ids)
         return out
 
@@ -45,13 +45,13 @@ class _Vocabulary:
         return out
 
 
-class _View:
+class IndexView:
     """The loaded index: segments, tombstones and the statistics and position maps derived from them.
 
     Positions (what ``term_scores`` indexes, what filters return) number the live papers sorted by id;
     slots number every doc of every segment, tombstoned ones included."""
 
-    def __init__(self, segments: list[Segment], deleted: dict[str, set[int]], vocab: _Vocabulary,
+    def __init__(self, segments: list[Segment], deleted: dict[str, set[int]], vocab: Vocabulary,
                  k1: float, b: float) -> None:
         self.segments, self.deleted, self.vocab, self.k1, self.b = segments, deleted, vocab, k1, b
         self.offsets = np.cumsum([0] + [s.n for s in segments]).astype(np.int64)
