@@ -185,7 +185,7 @@ def store_stats(store: ChromaStore, settings: Settings) -> dict[str, Any]:
     """What ``paperchat stats --json`` prints: papers, chunks, model, store location and generation."""
     return {"papers": len(store.paper_ids()), "chunks": store.count_chunks(),
             "embedding_model": store.model_name, "dim": store.dim, "store_mode": settings.store.mode,
-            "store_location": store.location, "collection": settings.store.collection,
+            "store_location": store.location, "chroma_collection": settings.store.chroma_collection,
             "generation": store.generation}
 
 

@@ -96,8 +96,8 @@ class LexicalIndex:
 
     @staticmethod
     def for_store(home: Path, store: ChromaStore) -> LexicalIndex:
-        key = hashlib.sha1(f"{store.location}|{store.settings.store.collection}".encode()).hexdigest()[:12]
-        return LexicalIndex(home / "lexical" / f"{store.settings.store.collection}-{key}")
+        key = hashlib.sha1(f"{store.location}|{store.settings.store.chroma_collection}".encode()).hexdigest()[:12]
+        return LexicalIndex(home / "lexical" / f"{store.settings.store.chroma_collection}-{key}")
 
     # ---- the public surface retrieval uses --------------------------------------------------------
     @property
