@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rag.answer import AnswerMode
 from rag.config import Settings
 
 
@@ -170,7 +171,7 @@ def _eval_corpus(args: argparse.Namespace, set_path: Path) -> tuple[list[Path] |
     return corpus, distractors
 
 
-def _evaluate(args: argparse.Namespace, settings: Settings, cases: Any, mode: str, judge: Any,
+def _evaluate(args: argparse.Namespace, settings: Settings, cases: Any, mode: AnswerMode, judge: Any,
               corpus: list[Path] | None, distractors: list[Path]) -> dict[str, Any]:
     """Run the cases on a throwaway store holding ``corpus`` (the set's own papers in --collection), or on the
     user's store when there is no corpus."""
@@ -250,7 +251,8 @@ def _checkout_commit() -> str | None:
     return lines[1]
 
 
-def _run(rt: Any, cases: Any, mode: str, k: int | None, judge: Any, collection: str | None = None) -> dict[str, Any]:
+def _run(rt: Any, cases: Any, mode: AnswerMode, k: int | None, judge: Any,
+         collection: str | None = None) -> dict[str, Any]:
     from evals.run import run_eval
     from rag.index.paper_query import PaperQuery
     from rag.qa.chain import AnswerChain

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rag.answer import Answer, Citation, closest_line
+from rag.answer import Answer, AnswerMode, Citation, closest_line
 from rag.config import Settings
 from rag.errors import InputError
 from rag.index.collections import check_name
@@ -27,7 +27,6 @@ from rag.index.paper_query import PaperQuery, find_papers, scoped
 from rag.index.store import ChromaStore
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain
-from rag.qa.generate import Mode
 from rag.runtime import Runtime
 from ui.render import short_authors
 
@@ -274,13 +273,13 @@ def history_from_messages(lib: Library, messages: Sequence[dict[str, Any]]) -> t
     return _content(turns[-1]), history
 
 
-def ask(lib: Library, question: str, history: Sequence[Answer] = (), mode: Mode | None = None,
+def ask(lib: Library, question: str, history: Sequence[Answer] = (), mode: AnswerMode | None = None,
         k: int | None = None, filters: dict[str, Any] | None = None) -> Answer:
     """One verified, cited turn (``Answer.to_dict()`` is the ``ask --json`` schema)."""
     return lib.chain.ask(question, history=list(history), k=k, filters=query_from(filters), mode=mode)
 
 
-def ask_messages(lib: Library, messages: Sequence[dict[str, Any]], mode: Mode | None = None, k: int | None = None,
+def ask_messages(lib: Library, messages: Sequence[dict[str, Any]], mode: AnswerMode | None = None, k: int | None = None,
                  filters: dict[str, Any] | None = None) -> Answer:
     """``ask`` for a whole conversation of chat messages (the last one is the question)."""
     question, history = history_from_messages(lib, messages)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from rag.answer import Answer, Citation, StatementCheck, filter_phrases
+from rag.answer import Answer, AppliedFilters, Citation, StatementCheck, filter_phrases
 from rag.records import StoredPaper
 from rag.text import split_sentences
 from ui.safe import escape_html, inline, paper_links
@@ -36,7 +36,7 @@ def short_authors(authors: Sequence[str], n: int = 3) -> str:
     return ", ".join(names[:n]) + (" et al." if len(names) > n else "")
 
 
-def describe_filters(filters: dict[str, Any]) -> str:
+def describe_filters(filters: AppliedFilters) -> str:
     """Applied filters in words (plain text): "collection: R · author: X · category: Y · years: 2020–2024"."""
     return " · ".join(filter_phrases(filters))
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rag import limits
-from rag.answer import Answer
+from rag.answer import Answer, AppliedFilters
 from rag.config import LimitSettings
 from rag.errors import InputError
 from rag.index.paper_query import PaperQuery
@@ -137,7 +137,7 @@ def filters_from_controls(category: str | None, author: str | None, year_from: A
     return None if q.is_empty() else q
 
 
-def controls_from_filters(filters: dict[str, Any]) -> tuple[str | None, str, str, str]:
+def controls_from_filters(filters: AppliedFilters) -> tuple[str | None, str, str, str]:
     """An answer's applied filters → (category, author, year from, year to) for the controls."""
     return (filters.get("category") or None, filters.get("author") or "", str(filters.get("year_from") or ""),
             str(filters.get("year_to") or ""))

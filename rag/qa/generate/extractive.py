@@ -33,7 +33,7 @@ from rag.qa.evidence import (
     outside_math,
     term_in,
 )
-from rag.qa.generate import Generation, GenerationInput, Mode
+from rag.qa.generate import AnswerMode, Generation, GenerationInput
 from rag.qa.generate.names import SpecificTerm, missing_terms
 from rag.qa.injection import drop_markers, payload_terms
 from rag.qa.prompts import CANNOT_ANSWER
@@ -211,7 +211,7 @@ def _tokens_of(text: str) -> set[str]:
 class ExtractiveGenerator:
     """Answers from abstract sentences only; see the module docstring."""
 
-    mode: Mode = "extractive"
+    mode: AnswerMode = "extractive"
     ANSWERABLE = 0.9  # best paper's support (topic coverage + best-sentence cosine) needed to answer
     ANSWERABLE_FILTERED = 0.5  # lower when the user already narrowed the papers down (author, category…)
     SECONDARY = 0.9  # support another paper needs to be cited too…
