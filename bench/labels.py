@@ -48,11 +48,12 @@ from evals.throwaway import throwaway_runtime
 from rag.analysis import analyze
 from rag.config import get_settings
 from rag.contribution import MAX_CHARS, MAX_WORDS, label_phrase, paper_phrase
+from rag.display import label_surnames
 from rag.qa.evidence import EvidenceIndex
 from rag.qa.generate import GenerationInput
 from rag.qa.generate.extractive import ExtractiveGenerator, attribute
 from rag.qa.retrieval import PaperHit
-from rag.records import StoredPaper, authors_short
+from rag.records import StoredPaper
 from rag.resources import sample_corpus
 from rag.text import normalize_abstract, plain_text, split_sentences, strip_html
 
@@ -70,7 +71,7 @@ def fold(s: str) -> str:
 
 def phrase_of(label: str, authors: tuple[str, ...]) -> str:
     """The label without its "Miao et al.: " head (a titled paper's label is all phrase)."""
-    who = authors_short(list(authors))
+    who = label_surnames(list(authors))
     return label[len(who) + 2:] if who and label.startswith(who + ": ") else label
 
 

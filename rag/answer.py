@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypedDict
 
+from rag.display import author_list
 from rag.qa.findings import Verdict
 
 AnswerMode = Literal["extractive", "llm"]  # who wrote the answer: the offline extractive generator or an LLM
@@ -156,10 +157,6 @@ class Answer:
         return {c.n for c in self.citations if not c.supported}
 
 
-def _authors_short(authors: list[str], n: int = 3) -> str:
-    return ", ".join(authors[:n]) + (" et al." if len(authors) > n else "")
-
-
 def closest_line(answer: Answer) -> str:
     """For a refusal: "Closest papers in the library: A; B" (titles only, plain text, not citations)."""
     return "Closest papers in the library: " + "; ".join(c["title"] or c["paper_id"] for c in answer.closest)
@@ -177,7 +174,7 @@ def render_text(answer: Answer, show_question: bool = True) -> str:
         lines += ["", "References:"]
         flagged = answer.contradicted
         for c in answer.citations:
-            meta = " · ".join(x for x in (_authors_short(c.authors), "; ".join(c.categories),
+            meta = " · ".join(x for x in (author_list(c.authors), "; ".join(c.categories),
                                               str(c.year or "")) if x)
             flag = "  (contradicted: see the warnings)" if c.n in flagged else ""
             lines.append(f"  [{c.n}] {c.title}{flag}")

@@ -21,6 +21,7 @@ from typing import Any
 
 from rag.answer import Answer, AnswerMode, Citation, closest_line
 from rag.config import Settings
+from rag.display import author_list
 from rag.errors import InputError
 from rag.index.collections import check_name
 from rag.index.paper_query import PaperQuery, find_papers, scoped
@@ -28,7 +29,6 @@ from rag.index.store import ChromaStore
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain
 from rag.runtime import Runtime
-from ui.render import short_authors
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +205,7 @@ def answer_text(answer: Answer) -> str:
         refs = []
         flagged = answer.contradicted
         for c in answer.citations:
-            meta = ", ".join(x for x in (short_authors(c.authors), str(c.year or "")) if x)
+            meta = ", ".join(x for x in (author_list(c.authors), str(c.year or "")) if x)
             flag = " (contradicted)" if c.n in flagged else ""
             refs.append(f"[{c.n}] {c.title}{f' — {meta}' if meta else ''}{flag} (id: {c.paper_id})")
         parts.append(_REF_HEAD + "\n" + "\n".join(refs))

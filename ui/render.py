@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from rag.answer import Answer, AppliedFilters, Citation, StatementCheck, filter_phrases
+from rag.display import author_list
 from rag.records import StoredPaper
 from rag.text import split_sentences
 from ui.safe import escape_html, inline, paper_links
@@ -28,12 +29,6 @@ CONTRADICTED_TITLE = "Contradicted: a statement citing this paper says otherwise
 def card_id(turn: int, n: int) -> str:
     """The HTML id of citation ``n``'s card in turn ``turn`` (what ``[n]`` links to)."""
     return f"pc-card-{int(turn)}-{int(n)}"
-
-
-def short_authors(authors: Sequence[str], n: int = 3) -> str:
-    """"A, B, C et al." for display (plain text, not escaped)."""
-    names = [a for a in authors if a and a.strip()]
-    return ", ".join(names[:n]) + (" et al." if len(names) > n else "")
 
 
 def describe_filters(filters: AppliedFilters) -> str:
@@ -189,7 +184,7 @@ def card_html(c: Citation, turn: int, open_: bool = False, statements: Sequence[
     contradicted (default: the citation is marked unsupported)."""
     flagged = not c.supported if flagged is None else flagged
     flag = f'<span class="pc-flag" title="{CONTRADICTED_TITLE}">&#9888; contradicted</span>' if flagged else ""
-    meta = " · ".join(x for x in (short_authors(c.authors), str(c.year or "")) if x)
+    meta = " · ".join(x for x in (author_list(c.authors), str(c.year or "")) if x)
     cats = "".join(f'<span class="pc-chip">{inline(cat, "html")}</span>' for cat in c.categories if cat)
     summary = (f'<summary><span class="pc-n">{int(c.n)}</span><span class="pc-head">'
                f'<span class="pc-title">{inline(c.title or c.paper_id, "html")}</span>{flag}'
@@ -243,7 +238,7 @@ def library_rows(papers: Iterable[StoredPaper], memberships: dict[str, list[str]
     member = memberships or {}
     rows = []
     for p in papers:
-        rows.append([False, p.label or p.id, short_authors(p.authors, 4), "; ".join(p.categories), p.year or "",
+        rows.append([False, p.label or p.id, author_list(p.authors, 4), "; ".join(p.categories), p.year or "",
                      "; ".join(member.get(p.id, [])), p.id])
     return rows
 
