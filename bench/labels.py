@@ -64,7 +64,7 @@ _OWN_VOICE = re.compile(r"\b(?:we|our|us)\b|\bthis (?:paper|work|study|article)\
 _IDENT = re.compile(r"[^\W_][\w\-]*")
 
 
-def fold(s: str) -> str:
+def comparable(s: str) -> str:
     """The README's comparison form: plain text, emphasis marks dropped, whitespace folded, case ignored."""
     return " ".join(plain_text(s).replace("*", "").split()).casefold()
 
@@ -98,12 +98,12 @@ def summary_scores(summary: str, sentences: tuple[str, ...], reference: str, aut
                    listing: bool) -> dict[str, Any]:
     """Which abstract sentences the summary line is made of, whether the reference is one of them, and whether
     its first one is background."""
-    rendered = fold(summary)
+    rendered = comparable(summary)
     chosen = [i for i, s in enumerate(sentences)
-              if fold(attribute(s, authors, first=True) if listing else attribute(s, [], first=False)).rstrip(".")
+              if comparable(attribute(s, authors, first=True) if listing else attribute(s, [], first=False)).rstrip(".")
               in rendered]
-    ref = fold(reference)
-    ref_at = next((i for i, s in enumerate(sentences) if ref in fold(s)), None)
+    ref = comparable(reference)
+    ref_at = next((i for i, s in enumerate(sentences) if ref in comparable(s)), None)
     own = next((i for i, s in enumerate(sentences) if _OWN_VOICE.search(s)), ref_at)
     first = chosen[0] if chosen else None
     return {"text": summary, "refused": not summary, "sentences": chosen, "reference_at": ref_at,

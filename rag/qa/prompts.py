@@ -130,7 +130,7 @@ def sources_block(sources: Sequence[str]) -> str:
 
 def is_cannot_answer(text: str) -> bool:
     """True when a reply is (or opens with) the cannot-answer sentence, give or take case and punctuation."""
-    def fold(s: str) -> str:
+    def letters_only(s: str) -> str:
         return re.sub(r"[^a-z0-9]+", " ", s.casefold().replace("\u2019", "'").replace("'", "")).strip()
 
-    return fold(text).startswith(fold(CANNOT_ANSWER))
+    return letters_only(text).startswith(letters_only(CANNOT_ANSWER))
