@@ -180,9 +180,12 @@ def get_paper(lib: Library, paper_id: str) -> dict[str, Any] | None:
     return found[0].to_dict() if found else None
 
 
-def store_stats(store: ChromaStore, settings: Settings) -> dict[str, Any]:
-    """What ``paperchat stats --json`` prints: papers, chunks, model, store location and generation."""
-    return {"papers": len(store.paper_ids()), "chunks": store.count_chunks(),
+def store_stats(store: ChromaStore, settings: Settings, papers: int | None = None) -> dict[str, Any]:
+    """The store's figures, one key for each: what ``paperchat stats --json`` and GET /v1/stats print (papers,
+    chunks, model, store location and generation) and what the Library tab's line starts from
+    (``ui.services.corpus_stats`` adds the catalog's counts). ``papers``: the count when already known (from the
+    lexical index), instead of listing the store's ids."""
+    return {"papers": len(store.paper_ids()) if papers is None else papers, "chunks": store.count_chunks(),
             "embedding_model": store.model_name, "dim": store.dim, "store_mode": settings.store.mode,
             "store_location": store.location, "chroma_collection": settings.store.chroma_collection,
             "generation": store.generation}

@@ -228,7 +228,7 @@ def stats_markdown(stats: dict[str, Any]) -> str:
     items = [("papers", stats.get("papers", 0)), ("chunks", stats.get("chunks", 0)),
              ("authors", stats.get("authors", 0)), ("categories", stats.get("categories", 0)), ("years", span)]
     cells = " · ".join(f"**{inline(str(v), 'chat')}** {k}" for k, v in items)
-    model = stats.get("model")
+    model = stats.get("embedding_model")
     return cells + (f" · model {inline(str(model), 'chat')}" if model else "")
 
 

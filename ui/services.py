@@ -30,6 +30,7 @@ from rag.records import StoredPaper
 from rag.resources import sample_corpus
 from rag.runtime import Runtime
 from rag.text import key_phrase
+from ui.library import store_stats
 
 log = logging.getLogger(__name__)
 
@@ -157,12 +158,11 @@ def paper_count(runtime: Runtime) -> int:
 
 
 def corpus_stats(runtime: Runtime) -> dict[str, Any]:
-    """Papers, chunks, authors, categories, year span and model of the store, from the catalog kept with
-    the lexical index (a 100k-paper store is not read row by row to count its authors)."""
+    """``ui.library.store_stats`` (same keys) plus authors, categories and year span, counted from the catalog
+    kept with the lexical index (a 100k-paper store is not read row by row to count its authors)."""
     cat = _catalog(runtime)
-    return {"papers": len(runtime.lexical), "chunks": runtime.store.count_chunks(), "authors": cat.n_authors,
-            "categories": len(cat.category_names), "years": runtime.lexical.year_span(),
-            "model": runtime.store.model_name}
+    return {**store_stats(runtime.store, runtime.settings, papers=len(runtime.lexical)), "authors": cat.n_authors,
+            "categories": len(cat.category_names), "years": runtime.lexical.year_span()}
 
 
 def categories(runtime: Runtime) -> list[str]:
