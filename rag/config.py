@@ -197,7 +197,7 @@ class RetrievalSettings(BaseModel):
     candidates: int = Field(50, ge=5, le=1000, description="hits fetched from each retriever before fusion")
     # Score fusion keeps how decisive each retriever is (a BM25 top score far above the rest stays far
     # above); rank fusion sees only ranks and let a dense list that ranks the paper nowhere outvote it.
-    # Chosen on all collections in one run (bench/quality_sweep.py; docs/benchmarks.md).
+    # Chosen on all collections in one run (bench/retrieval.py; docs/benchmarks.md).
     fusion: Literal["score", "rrf"] = Field("score", description="score: convex combination of each list's "
                                             "min-max normalised scores; rrf: reciprocal-rank fusion")
     bm25_weight: float = Field(1.0, ge=0, le=10, description="weight of BM25 in fusion")
