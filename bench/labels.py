@@ -48,11 +48,12 @@ from evals.throwaway import throwaway_runtime
 from rag.analysis import analyze
 from rag.config import get_settings
 from rag.contribution import MAX_CHARS, MAX_WORDS, label_phrase, paper_phrase
+from rag.display import label_surnames
 from rag.qa.evidence import EvidenceIndex
 from rag.qa.generate import GenerationInput
 from rag.qa.generate.extractive import ExtractiveGenerator, attribute
 from rag.qa.retrieval import PaperHit
-from rag.records import StoredPaper, authors_short
+from rag.records import StoredPaper
 from rag.resources import sample_corpus
 from rag.text import normalize_abstract, plain_text, split_sentences, strip_html
 
@@ -63,14 +64,14 @@ _OWN_VOICE = re.compile(r"\b(?:we|our|us)\b|\bthis (?:paper|work|study|article)\
 _IDENT = re.compile(r"[^\W_][\w\-]*")
 
 
-def fold(s: str) -> str:
+def comparable(s: str) -> str:
     """The README's comparison form: plain text, emphasis marks dropped, whitespace folded, case ignored."""
     return " ".join(plain_text(s).replace("*", "").split()).casefold()
 
 
 def phrase_of(label: str, authors: tuple[str, ...]) -> str:
     """The label without its "Miao et al.: " head (a titled paper's label is all phrase)."""
-    who = authors_short(list(authors))
+    who = label_surnames(list(authors))
     return label[len(who) + 2:] if who and label.startswith(who + ": ") else label
 
 
@@ -97,12 +98,12 @@ def summary_scores(summary: str, sentences: tuple[str, ...], reference: str, aut
                    listing: bool) -> dict[str, Any]:
     """Which abstract sentences the summary line is made of, whether the reference is one of them, and whether
     its first one is background."""
-    rendered = fold(summary)
+    rendered = comparable(summary)
     chosen = [i for i, s in enumerate(sentences)
-              if fold(attribute(s, authors, first=True) if listing else attribute(s, [], first=False)).rstrip(".")
+              if comparable(attribute(s, authors, first=True) if listing else attribute(s, [], first=False)).rstrip(".")
               in rendered]
-    ref = fold(reference)
-    ref_at = next((i for i, s in enumerate(sentences) if ref in fold(s)), None)
+    ref = comparable(reference)
+    ref_at = next((i for i, s in enumerate(sentences) if ref in comparable(s)), None)
     own = next((i for i, s in enumerate(sentences) if _OWN_VOICE.search(s)), ref_at)
     first = chosen[0] if chosen else None
     return {"text": summary, "refused": not summary, "sentences": chosen, "reference_at": ref_at,

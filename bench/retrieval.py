@@ -112,7 +112,8 @@ def collection_runtime(settings: Settings, home: Path, files: list[Path], embedd
     if not reuse and home.exists():
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
-    s = settings.with_overrides(home=home, store={"mode": "embedded", "path": home / "chroma", "collection": "bench"})
+    s = settings.with_overrides(home=home, store={"mode": "embedded", "path": home / "chroma",
+                                                  "chroma_collection": "bench"})
     rt = Runtime(s, _embedder=embedder)  # type: ignore[arg-type]
     if reuse:
         log.info("%s: reusing the store built from %d file(s)", home.name, len(files))

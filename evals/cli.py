@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rag.answer import AnswerMode
 from rag.config import Settings
 
 
@@ -82,46 +83,79 @@ def cmd_eval_retrieval(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    import logging
     import time
     from datetime import UTC, datetime
 
-    from evals.compare import compare, to_markdown
     from evals.gate import THRESHOLDS, check, load_thresholds
-    from evals.report import headline, load_report, split_table, write_report
-    from evals.sets import SEED, expand_corpus, load_set, set_corpus
-    from rag.errors import EmptyLibrary, InputError
-    from rag.resources import sample_corpus
+    from evals.report import write_report
+    from evals.sets import SEED, load_set
 
     if args.compare:
-        a, b = (load_report(p) for p in args.compare)
-        for rep, p in ((a, args.compare[0]), (b, args.compare[1])):
-            rep["meta"]["label"] = str(p)
-        result = compare(a, b)
-        if args.json:
-            sys.stdout.write(json.dumps({k: v for k, v in result.items() if not k.startswith("rows_")}) + "\n")
-        else:
-            sys.stdout.write(to_markdown(result))
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / "compare.md").write_text(to_markdown(result), encoding="utf-8")
-        return 0
+        return _compare(args)
 
     from rag.qa.chain import resolve_mode
-    from rag.runtime import Runtime
 
     set_path = args.set or SEED
     cases = load_set(set_path)[: args.limit or None]
     thresholds = load_thresholds(THRESHOLDS if args.check == "default" else Path(args.check)) if args.check else None
     mode = resolve_mode(settings, args.mode)
-    judge = None
-    if args.judge:
-        from evals.judge import Judge
+    judge = _judge(settings) if args.judge else None
+    corpus, distractors = _eval_corpus(args, set_path)
+    stamp = datetime.now(UTC)
+    out = args.out or Path("eval-reports") / f"{set_path.stem}-{mode}-{stamp:%Y%m%d-%H%M%S}"
+    t0 = time.perf_counter()
+    result = _evaluate(args, settings, cases, mode, judge, corpus, distractors)
+    commit = _checkout_commit()
+    result["meta"] = {
+        "set": str(set_path), "set_name": set_path.stem, "mode": mode, "k": args.k or settings.retrieval.k,
+        "cases": len(cases), "corpus": [str(p) for p in corpus] if corpus else "current store",
+        "distractors": [str(p) for p in distractors], "collection": args.collection,
+        "when": f"{stamp:%Y-%m-%d %H:%M} UTC", "seconds": round(time.perf_counter() - t0, 1), "commit": commit,
+        "command": "paperchat " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["eval"] else "paperchat eval",
+        "embeddings": settings.embeddings.model, "judge": settings.evals.judge_model if judge else None,
+    }
+    paths = write_report(result, out)
+    failures = check(result, thresholds) if thresholds else []
+    return _print_outcome(args, result, paths, thresholds, failures)
 
-        if not settings.evals.judge_base_url:
-            raise InputError("--judge needs a judge endpoint: set evals.judge_base_url "
-                             "(PAPERCHAT_EVALS__JUDGE_BASE_URL) and evals.judge_model")
-        judge = Judge(settings)
+
+def _compare(args: argparse.Namespace) -> int:
+    """`paperchat eval --compare A B`: what got better and worse from report A to report B."""
+    from evals.compare import compare, to_markdown
+    from evals.report import load_report
+
+    a, b = (load_report(p) for p in args.compare)
+    for rep, p in ((a, args.compare[0]), (b, args.compare[1])):
+        rep["meta"]["label"] = str(p)
+    result = compare(a, b)
+    if args.json:
+        sys.stdout.write(json.dumps({k: v for k, v in result.items() if not k.startswith("rows_")}) + "\n")
+    else:
+        sys.stdout.write(to_markdown(result))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "compare.md").write_text(to_markdown(result), encoding="utf-8")
+    return 0
+
+
+def _judge(settings: Settings) -> Any:
+    """The LLM judge of `--judge`, refused without an endpoint."""
+    from evals.judge import Judge
+    from rag.errors import InputError
+
+    if not settings.evals.judge_base_url:
+        raise InputError("--judge needs a judge endpoint: set evals.judge_base_url "
+                         "(PAPERCHAT_EVALS__JUDGE_BASE_URL) and evals.judge_model")
+    return Judge(settings)
+
+
+def _eval_corpus(args: argparse.Namespace, set_path: Path) -> tuple[list[Path] | None, list[Path]]:
+    """The files of the throwaway store (None: run on the user's store) and which of them are distractors:
+    --corpus, else the set's own corpus file (the bundled sample for the seed set), plus --distractors."""
+    from evals.sets import SEED, expand_corpus, set_corpus
+    from rag.errors import InputError
+    from rag.resources import sample_corpus
+
     corpus: list[Path] | None = expand_corpus(args.corpus) if args.corpus else None
     if corpus is None and not args.current_store:
         corpus = set_corpus(set_path)
@@ -134,9 +168,16 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
                              f"{set_path.name} names none: pass --corpus PATH… as well (or write "
                              f"{set_path.with_suffix('.corpus').name} beside the set)")
         corpus = corpus + [d for d in distractors if d not in corpus]
-    stamp = datetime.now(UTC)
-    out = args.out or Path("eval-reports") / f"{set_path.stem}-{mode}-{stamp:%Y%m%d-%H%M%S}"
-    t0 = time.perf_counter()
+    return corpus, distractors
+
+
+def _evaluate(args: argparse.Namespace, settings: Settings, cases: Any, mode: AnswerMode, judge: Any,
+              corpus: list[Path] | None, distractors: list[Path]) -> dict[str, Any]:
+    """Run the cases on a throwaway store holding ``corpus`` (the set's own papers in --collection), or on the
+    user's store when there is no corpus."""
+    from rag.errors import EmptyLibrary, InputError
+    from rag.runtime import Runtime
+
     if corpus:
         from evals.throwaway import throwaway_runtime
 
@@ -148,29 +189,26 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
             if rt.store.count_chunks() == 0:  # the throwaway store, not the user's library: say what went wrong
                 why = "; ".join(ingested.file_errors[:3]) or f"{ingested.skipped} record(s) skipped"
                 raise InputError(f"the eval corpus gave no paper to evaluate on ({why})")
-            result = _run(rt, cases, mode, args.k, judge, args.collection)
-    else:
-        rt = Runtime(settings)
-        try:
-            if rt.store.count_chunks() == 0:
-                raise EmptyLibrary(f"{EmptyLibrary()}, or pass --corpus FILE… to evaluate on a throwaway "
-                                   "store")
-            if args.collection:
-                rt.collections().members(args.collection)  # an unknown name fails before the first case
-            result = _run(rt, cases, mode, args.k, judge, args.collection)
-        finally:
-            rt.close()
-    commit = _checkout_commit()
-    result["meta"] = {
-        "set": str(set_path), "set_name": set_path.stem, "mode": mode, "k": args.k or settings.retrieval.k,
-        "cases": len(cases), "corpus": [str(p) for p in corpus] if corpus else "current store",
-        "distractors": [str(p) for p in distractors], "collection": args.collection,
-        "when": f"{stamp:%Y-%m-%d %H:%M} UTC", "seconds": round(time.perf_counter() - t0, 1), "commit": commit,
-        "command": "paperchat " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["eval"] else "paperchat eval",
-        "embeddings": settings.embeddings.model, "judge": settings.evals.judge_model if judge else None,
-    }
-    paths = write_report(result, out)
-    failures = check(result, thresholds) if thresholds else []
+            return _run(rt, cases, mode, args.k, judge, args.collection)
+    rt = Runtime(settings)
+    try:
+        if rt.store.count_chunks() == 0:
+            raise EmptyLibrary(f"{EmptyLibrary()}, or pass --corpus FILE… to evaluate on a throwaway "
+                               "store")
+        if args.collection:
+            rt.collections().members(args.collection)  # an unknown name fails before the first case
+        return _run(rt, cases, mode, args.k, judge, args.collection)
+    finally:
+        rt.close()
+
+
+def _print_outcome(args: argparse.Namespace, result: dict[str, Any], paths: dict[str, Path], thresholds: Any,
+                   failures: list[str]) -> int:
+    """The summary (JSON or a table), the gate's verdict; 1 when the gate failed."""
+    import logging
+
+    from evals.report import headline, split_table
+
     if args.json:
         sys.stdout.write(json.dumps({"summary": result["summary"], "splits": result.get("splits"),
                                      "meta": result["meta"],
@@ -213,7 +251,8 @@ def _checkout_commit() -> str | None:
     return lines[1]
 
 
-def _run(rt: Any, cases: Any, mode: str, k: int | None, judge: Any, collection: str | None = None) -> dict[str, Any]:
+def _run(rt: Any, cases: Any, mode: AnswerMode, k: int | None, judge: Any,
+         collection: str | None = None) -> dict[str, Any]:
     from evals.run import run_eval
     from rag.index.paper_query import PaperQuery
     from rag.qa.chain import AnswerChain

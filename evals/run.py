@@ -32,7 +32,7 @@ from tqdm import tqdm
 from evals.judge import Judge
 from evals.metrics import citation_precision_recall, mean, mrr_at_k, ndcg_at_k, percentile, recall_at_k
 from evals.sets import Case, in_store, resolve_gold
-from rag.answer import Answer
+from rag.answer import Answer, AnswerMode
 from rag.index.paper_query import PaperQuery
 from rag.qa.chain import AnswerChain, Conversation
 from rag.qa.findings import VERDICTS
@@ -97,15 +97,16 @@ def verdict(case: Case, gold: list[str | None], answer: Answer) -> tuple[bool | 
     return not missing, "" if not missing else f"{len(missing)} of {len(gold)} gold papers not cited"
 
 
-def run_case(chain: AnswerChain, case: Case, mode: str, k: int | None, filters: PaperQuery | None = None) -> Answer:
+def run_case(chain: AnswerChain, case: Case, mode: AnswerMode, k: int | None,
+             filters: PaperQuery | None = None) -> Answer:
     if len(case.turns) > 1:
-        conv = Conversation(chain, k=k, filters=filters, mode=mode)  # type: ignore[arg-type]
+        conv = Conversation(chain, k=k, filters=filters, mode=mode)
         answer = None
         for turn in case.turns:
             answer = conv.ask(turn)
         assert answer is not None
         return answer
-    return chain.ask(case.question, k=k, filters=filters, mode=mode)  # type: ignore[arg-type]
+    return chain.ask(case.question, k=k, filters=filters, mode=mode)
 
 
 def score_case(case: Case, gold: list[str | None], answer: Answer, labels: dict[str, str]) -> dict[str, Any]:
@@ -187,7 +188,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run_eval(chain: AnswerChain, cases: list[Case], mode: str = "extractive", k: int | None = None,
+def run_eval(chain: AnswerChain, cases: list[Case], mode: AnswerMode = "extractive", k: int | None = None,
              judge: Judge | None = None, progress: bool = True,
              on_row: Callable[[dict[str, Any]], None] | None = None,
              filters: PaperQuery | None = None) -> dict[str, Any]:

@@ -20,7 +20,7 @@ def throwaway_runtime(settings: Settings, prefix: str = "paperchat-eval-",
         if embedder is None:
             embedder = Runtime(settings).embedder  # the user's cache, the user's model
         s = settings.with_overrides(home=Path(tmp), store={"mode": "embedded", "path": Path(tmp) / "chroma",
-                                                          "collection": "eval"})
+                                                          "chroma_collection": "eval"})
         rt = Runtime(s, _embedder=embedder)  # type: ignore[arg-type]
         try:
             yield rt

@@ -3,9 +3,37 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
+from rag.display import author_list
 from rag.qa.findings import Verdict
+
+AnswerMode = Literal["extractive", "llm"]  # who wrote the answer: the offline extractive generator or an LLM
+
+
+class AppliedFilters(TypedDict, total=False):
+    """The filters an answer applied, only the set ones, in ``rag.index.paper_query.PaperQuery``'s field order."""
+
+    author: str
+    category: str
+    year_from: int
+    year_to: int
+    paper_ids: list[str]
+    collection: str  # a reading list (``paperchat collection``), resolved into paper_ids for retrieval
+
+
+class Retrieved(TypedDict):
+    """One retrieved paper, best first: its id and fused retrieval score."""
+
+    paper_id: str
+    score: float
+
+
+class Closest(TypedDict):
+    """For a refusal: a stored paper that came closest (not cited)."""
+
+    paper_id: str
+    title: str
 
 
 @dataclass
@@ -58,7 +86,8 @@ class Answer:
         complete             bool  false when the model's stream broke off: ``answer`` is the part received
                                    (its citations verified like any other), and a warning says why
         mode                 str   "extractive" | "llm"
-        filters              dict  applied filters: author, category, year_from, year_to, paper_ids
+        filters              dict  applied filters, only the set ones: author, category, year_from, year_to,
+                                   paper_ids, collection (``AppliedFilters``)
         citations            list  in [n] order: n, paper_id, title (title or display label), authors,
                                    categories, year, abstract, summary (1-2 sentences on the question),
                                    evidence (supporting abstract sentence(s)), supported (bool), url
@@ -86,14 +115,14 @@ class Answer:
     standalone_question: str
     answer: str
     answerable: bool
-    mode: str  # "extractive" or "llm"
-    filters: dict[str, Any] = field(default_factory=dict)
+    mode: AnswerMode
+    filters: AppliedFilters = field(default_factory=lambda: AppliedFilters())
     citations: list[Citation] = field(default_factory=list)
-    retrieved: list[dict[str, Any]] = field(default_factory=list)  # [{paper_id, score}], best first
+    retrieved: list[Retrieved] = field(default_factory=list)  # best first
     timings: dict[str, float] = field(default_factory=dict)  # ms per stage and total_ms
     warnings: list[str] = field(default_factory=list)
     complete: bool = True  # false: the LLM stream broke off and ``answer`` is the verified part received
-    closest: list[dict[str, str]] = field(default_factory=list)  # refusals: [{paper_id, title}], not cited
+    closest: list[Closest] = field(default_factory=list)  # refusals: the papers that came closest, not cited
     statements: list[StatementCheck] = field(default_factory=list)  # cited statements as the verifier judged them
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,10 +157,6 @@ class Answer:
         return {c.n for c in self.citations if not c.supported}
 
 
-def _authors_short(authors: list[str], n: int = 3) -> str:
-    return ", ".join(authors[:n]) + (" et al." if len(authors) > n else "")
-
-
 def closest_line(answer: Answer) -> str:
     """For a refusal: "Closest papers in the library: A; B" (titles only, plain text, not citations)."""
     return "Closest papers in the library: " + "; ".join(c["title"] or c["paper_id"] for c in answer.closest)
@@ -149,7 +174,7 @@ def render_text(answer: Answer, show_question: bool = True) -> str:
         lines += ["", "References:"]
         flagged = answer.contradicted
         for c in answer.citations:
-            meta = " · ".join(x for x in (_authors_short(c.authors), "; ".join(c.categories),
+            meta = " · ".join(x for x in (author_list(c.authors), "; ".join(c.categories),
                                               str(c.year or "")) if x)
             flag = "  (contradicted: see the warnings)" if c.n in flagged else ""
             lines.append(f"  [{c.n}] {c.title}{flag}")
@@ -158,7 +183,7 @@ def render_text(answer: Answer, show_question: bool = True) -> str:
     return "\n".join(lines)
 
 
-def filter_phrases(filters: dict[str, Any]) -> list[str]:
+def filter_phrases(filters: AppliedFilters) -> list[str]:
     """The set filters of an answer (``Answer.filters``) in words, one phrase each: "author: Shiqing Gao",
     "years: 2020–2024", "3 selected papers". The chain's texts join them with "; ", the UI with " · "."""
     parts = []

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag.config import Settings, get_settings
+from rag.display import author_list
 from rag.errors import InputError, PaperchatError
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{len(papers)} paper(s)", file=sys.stderr)
         return 0
     for p in papers:
-        authors = ", ".join(p.authors[:3]) + (" et al." if len(p.authors) > 3 else "")
+        authors = author_list(p.authors)
         extra = " · ".join(x for x in (str(p.year or ""), "; ".join(p.categories)) if x)
         print(f"{p.id}  {p.label}\n    {authors}" + (f"  [{extra}]" if extra else ""))
     print(f"{len(papers)} paper(s)", file=sys.stderr)

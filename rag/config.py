@@ -6,10 +6,11 @@ Sources, highest first: explicit arguments, ``PAPERCHAT_*`` environment variable
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -19,18 +20,44 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+log = logging.getLogger(__name__)
+
+StoreMode = Literal["embedded", "server", "cloud"]
+
+
+def _read_renamed(section: str, renamed: dict[str, str], data: Any) -> Any:
+    """A section's settings given under an old name (``renamed``: old → new) are read under the new one, with a
+    warning naming both; kept for one release. Both names given with different values is an error."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    for old, new in renamed.items():
+        if old not in data:
+            continue
+        value = data.pop(old)
+        if new in data and data[new] != value:
+            raise ValueError(f"{section}.{old} is the old name of {section}.{new} and both are set to different "
+                             f"values: keep {section}.{new}")
+        data[new] = value
+        log.warning("the setting %s.%s (PAPERCHAT_%s__%s) is now %s.%s (PAPERCHAT_%s__%s); the old name is read "
+                    "for this release only", section, old, section.upper(), old.upper(), section, new,
+                    section.upper(), new.upper())
+    return data
+
 
 class StoreSettings(BaseModel):
     model_config = ConfigDict(hide_input_in_errors=True)  # its token, key and headers are secrets
 
-    mode: Literal["embedded", "server", "cloud"] = Field(
+    mode: StoreMode = Field(
         "embedded", description="embedded PersistentClient, a Chroma server (HttpClient) or Chroma Cloud (CloudClient)")
     path: Path | None = Field(None, description="embedded store directory (default: $PAPERCHAT_HOME/chroma)")
     host: str = Field("127.0.0.1", description="Chroma server host (server mode)")
     port: int = Field(8000, ge=1, le=65535, description="Chroma server port (server mode)")
     ssl: bool = Field(False, description="use https to reach the Chroma server")
-    collection: str = Field("papers", min_length=3, max_length=63, pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]*[a-zA-Z0-9]$",
-                            description="Chroma collection name")
+    chroma_collection: str = Field(
+        "papers", min_length=3, max_length=63, pattern=r"^[a-zA-Z0-9][a-zA-Z0-9._-]*[a-zA-Z0-9]$",
+        description="the Chroma collection that holds the papers' chunks (not a reading list: those are "
+        "`paperchat collection`); formerly store.collection, still read with a warning")
     timeout_s: float = Field(30.0, gt=0, le=600, description="Chroma server request timeout")
     token: SecretStr | None = Field(None, description="token of a Chroma server behind token authentication "
                                     "(server mode), sent with every request; a secret, never logged or shown")
@@ -53,6 +80,13 @@ class StoreSettings(BaseModel):
         "updates it publishes it to a side collection, and a host without one installs it instead of rebuilding; "
         "auto and on share on a `chroma run` server only (an embedded store has one host; Chroma Cloud's quotas "
         "refuse the pieces), off never")
+
+    RENAMED: ClassVar[dict[str, str]] = {"collection": "chroma_collection"}  # old name → new (one release)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        return _read_renamed("store", cls.RENAMED, data)
 
     @field_validator("token", "api_key")
     @classmethod
@@ -167,7 +201,7 @@ class RetrievalSettings(BaseModel):
     candidates: int = Field(50, ge=5, le=1000, description="hits fetched from each retriever before fusion")
     # Score fusion keeps how decisive each retriever is (a BM25 top score far above the rest stays far
     # above); rank fusion sees only ranks and let a dense list that ranks the paper nowhere outvote it.
-    # Chosen on all collections in one run (bench/quality_sweep.py; docs/benchmarks.md).
+    # Chosen on all collections in one run (bench/retrieval.py; docs/benchmarks.md).
     fusion: Literal["score", "rrf"] = Field("score", description="score: convex combination of each list's "
                                             "min-max normalised scores; rrf: reciprocal-rank fusion")
     bm25_weight: float = Field(1.0, ge=0, le=10, description="weight of BM25 in fusion")

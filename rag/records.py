@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rag.contribution import paper_phrase
+from rag.display import label_surnames
 from rag.text import normalize_for_hash
 
 _ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(v\d+)?$")
@@ -41,16 +42,6 @@ def clean_doi(raw: str | None) -> str | None:
     s = re.sub(r"^doi:\s*", "", s, flags=re.I)
     s = s.lower()
     return s if _DOI.match(s) else None
-
-
-def authors_short(authors: list[str]) -> str:
-    """How a label names the authors: "Rudin", "Cheng & Amiri", "Miao et al." ("" with no authors)."""
-    if not authors:
-        return ""
-    last = authors[0].split()[-1] if authors[0].split() else authors[0]
-    if len(authors) == 1:
-        return last
-    return f"{last} & {authors[1].split()[-1]}" if len(authors) == 2 and authors[1].split() else f"{last} et al."
 
 
 @dataclass
@@ -87,7 +78,7 @@ class Paper:
         """A heading that is never empty: the title, else first authors + the paper's key phrase."""
         if self.title:
             return self.title
-        who = authors_short(self.authors)
+        who = label_surnames(self.authors)
         phrase = paper_phrase(self.abstract)
         if who and phrase:
             return f"{who}: {phrase}"

@@ -13,7 +13,7 @@ from rag.index.embeddings import Embedder, export_fast_encoder, make_embedder, s
 from rag.index.lexical import LexicalIndex
 from rag.index.store import ChromaStore
 from rag.ingest.pipeline import Ingestor
-from rag.qa.retrieval import Mode, Retriever
+from rag.qa.retrieval import RetrievalMode, Retriever
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class Runtime:
             self._collections = Collections(store)
         return self._collections
 
-    def retriever(self, mode: Mode = "hybrid") -> Retriever:
+    def retriever(self, mode: RetrievalMode = "hybrid") -> Retriever:
         """Hybrid (or single-method) retrieval over the store; the lexical index syncs on use."""
         return Retriever(self.store, self.embedder, self.lexical, self.settings.retrieval, mode=mode)
 

@@ -23,7 +23,7 @@ RAG = ROOT / "rag"
 
 FRONT_ENDS = ("ui", "evals", "bench")
 WIRING = "rag.cli"  # the one module that may import the front ends
-LEAVES = ("rag.analysis", "rag.latex", "rag.text")  # a leaf imports from rag only other leaves
+LEAVES = ("rag.analysis", "rag.display", "rag.latex", "rag.text")  # a leaf imports from rag only other leaves
 NEVER = {  # importer package → packages it must not import
     "rag.index": ("rag.qa", "rag.ingest"),
     "rag.ingest": ("rag.qa",),

@@ -177,7 +177,7 @@ def test_killed_ingest_into_a_collection_ends_with_exact_membership(paperchat_ho
 
 
 def test_collections_on_a_chroma_server(chroma_server: int, make_runtime) -> None:
-    over = {"store": {"mode": "server", "host": "127.0.0.1", "port": chroma_server, "collection": "colltest"}}
+    over = {"store": {"mode": "server", "host": "127.0.0.1", "port": chroma_server, "chroma_collection": "colltest"}}
     rt = make_runtime(**over)
     rt.ingestor(progress=False).ingest(SAMPLE[:1], collection="Server set")
     n = len(rt.store.paper_ids())

@@ -98,7 +98,7 @@ def test_three_ingest_processes_and_a_kill_end_as_one_sequential_ingest(embedder
     cache = tmp_path / "cache"
     cache.mkdir()
     settings = get_settings(home=tmp_path / "ref", ingest={"batch_papers": 10},
-                            store={"mode": "server", "port": chroma_server, "collection": "writers-ref"})
+                            store={"mode": "server", "port": chroma_server, "chroma_collection": "writers-ref"})
     # the reference fills the embedding cache the writers share: they embed nothing, they race on writes
     ref = Runtime(settings, _embedder=CachedEmbedder(embedder, cache / "embeddings.sqlite"))
     try:

@@ -81,7 +81,7 @@ def test_second_process_on_the_embedded_store_is_told_at_once(make_runtime) -> N
 
 
 def test_server_mode_against_a_real_chroma_server(chroma_server: int, make_runtime) -> None:
-    rt = make_runtime(store={"mode": "server", "port": chroma_server, "collection": "server-test"})
+    rt = make_runtime(store={"mode": "server", "port": chroma_server, "chroma_collection": "server-test"})
     first = rt.ingestor(progress=False).ingest(SAMPLE)
     assert first.added == 40
     again = rt.ingestor(progress=False).ingest(SAMPLE)
@@ -90,6 +90,6 @@ def test_server_mode_against_a_real_chroma_server(chroma_server: int, make_runti
     hits = rt.retriever().search("energy loss in RLHF reward hacking", k=3).hits
     assert hits and "EPPO" in hits[0].paper.abstract
     env = {**os.environ, "PAPERCHAT_STORE__MODE": "server", "PAPERCHAT_STORE__PORT": str(chroma_server),
-           "PAPERCHAT_STORE__COLLECTION": "server-test"}
+           "PAPERCHAT_STORE__CHROMA_COLLECTION": "server-test"}
     stats = subprocess.run(paperchat_cmd("stats", "--json"), cwd=ROOT, env=env, capture_output=True, text=True)
     assert json.loads(stats.stdout)["papers"] == 40  # a second process shares the server store

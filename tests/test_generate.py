@@ -10,11 +10,12 @@ import pytest
 from conftest import SAMPLE
 
 from rag.analysis import analyze
+from rag.display import prose_surnames
 from rag.index.lexical import paper_text
 from rag.ingest import loaders
 from rag.qa.evidence import EvidenceIndex, QuestionScorer
 from rag.qa.generate import Generation, GenerationInput
-from rag.qa.generate.extractive import ExtractiveGenerator, asks_for_several, attribute, cite, short_authors
+from rag.qa.generate.extractive import ExtractiveGenerator, asks_for_several, attribute, cite
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.qa.retrieval import PaperHit
 from rag.records import StoredPaper
@@ -213,8 +214,8 @@ def test_a_follow_up_scored_by_the_chain_is_not_scored_again(gen, papers, eviden
 
 
 def test_attribution_and_markers() -> None:
-    assert short_authors(["Yuchun Miao", "Sen Zhang", "Liang Ding"]) == "Miao et al."
-    assert short_authors(["Jiali Cheng", "Hadi Amiri"]) == "Cheng and Amiri"
+    assert prose_surnames(["Yuchun Miao", "Sen Zhang", "Liang Ding"]) == "Miao et al."
+    assert prose_surnames(["Jiali Cheng", "Hadi Amiri"]) == "Cheng and Amiri"
     assert attribute("We propose EPPO, which works.", ["Yuchun Miao", "Sen Zhang", "X Y"], True) == \
         "Miao et al. propose EPPO, which works."
     assert attribute("In this paper, we also study $we$ and our bounds.", ["A B", "C D"], True) == \

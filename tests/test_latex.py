@@ -16,11 +16,10 @@ from rag.ingest import loaders
 from rag.ingest.loaders.fields import clean_name, clean_title
 from rag.text import normalize_abstract, plain_text
 from tests.helpers import leftovers
-from tests.support.data import DATASETS, SHARED
+from tests.support.data import CRANFIELD_CORPUS, NIPS, SHARED
 
 QUIRKS = ROOT / "tests" / "fixtures" / "quirks"
-NIPS = sorted((DATASETS / "nips-2013-2015").glob("*.csv"))
-CRANFIELD = DATASETS / "cranfield" / "corpus.jsonl"
+NIPS_CSVS = sorted(NIPS.glob("*.csv"))
 SEEDS = sorted((SHARED / "seeds").glob("*.txt"))
 
 
@@ -97,21 +96,21 @@ def markup_left_in(paths: list[Path]) -> tuple[int, dict[str, list[str]]]:
     return records, found
 
 
-@pytest.mark.requires_data(*NIPS, *SEEDS)
+@pytest.mark.requires_data(*NIPS_CSVS, *SEEDS)
 def test_no_shared_dataset_with_latex_keeps_markup() -> None:
     """Every record of the NeurIPS 2013-2015 CSVs (LaTeX-heavy) and the seed listings: 0 with markup left."""
-    records, found = markup_left_in([*NIPS, *SEEDS])
+    records, found = markup_left_in([*NIPS_CSVS, *SEEDS])
     assert records == 1214, records
     assert not found, (len(found), dict(list(found.items())[:5]))
 
 
 @pytest.mark.slow
-@pytest.mark.requires_data(CRANFIELD)
+@pytest.mark.requires_data(CRANFIELD_CORPUS)
 def test_cranfield_keeps_no_markup(request: pytest.FixtureRequest) -> None:
     """The plain-text Cranfield collection too (1,398 records, ~1-2 s more: run with --long)."""
     if not request.config.getoption("--long", default=False):
         pytest.skip("long variant: pytest --long")
-    records, found = markup_left_in([CRANFIELD])
+    records, found = markup_left_in([CRANFIELD_CORPUS])
     assert records == 1398, records
     assert not found, (len(found), dict(list(found.items())[:5]))
 

@@ -137,7 +137,7 @@ def test_a_killed_ray_ingest_resumes_to_exact_counts(ray_cluster: str, plain: Pa
     the same command run again ends with exactly the plain ingest's papers, chunk ids and vectors."""
     home = tmp_path / "ray-home"
     server = {"PAPERCHAT_STORE__MODE": "server", "PAPERCHAT_STORE__PORT": str(chroma_server),
-              "PAPERCHAT_STORE__COLLECTION": "ray-killed"}
+              "PAPERCHAT_STORE__CHROMA_COLLECTION": "ray-killed"}
     small = {"PAPERCHAT_RAY__BATCH_PAPERS": "4", "PAPERCHAT_INGEST__BATCH_PAPERS": "4"}
     cmd = paperchat_cmd("-v", "ingest", "--json", "--ray", ray_cluster, *map(str, SAMPLE))
     proc = subprocess.Popen(cmd, env=_env(home, **server, **small), stdout=subprocess.DEVNULL,

@@ -35,7 +35,7 @@ class ServerLibrary(Library):
 
     def __init__(self, home: Path, port: int, collection: str) -> None:
         self.settings = get_settings(home=home, store={"mode": "server", "host": "127.0.0.1", "port": port,
-                                                       "collection": collection})
+                                                       "chroma_collection": collection})
         self.store = ChromaStore(self.settings, "random-unit-vectors", 8)
         self.rng = np.random.default_rng(0)
 
@@ -248,7 +248,7 @@ def test_an_embedded_store_never_publishes(tmp_path: Path) -> None:
         lex.sync(lib.store)
         assert lex.wait_shared() is None
         names = {c.name for c in lib.store.client.list_collections()}
-        assert shared_lexical.side_name(lib.settings.store.collection) not in names and names == {"papers"}
+        assert shared_lexical.side_name(lib.settings.store.chroma_collection) not in names and names == {"papers"}
     finally:
         lib.store.close()
 

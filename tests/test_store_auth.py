@@ -197,7 +197,7 @@ def test_settings_reject_bad_credentials_without_quoting_them() -> None:
 
 def test_the_cli_reads_the_token_from_the_environment_and_never_prints_it(gated: ChromaServer) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PAPERCHAT_STORE__MODE": "server",
-           "PAPERCHAT_STORE__PORT": str(gated.port), "PAPERCHAT_STORE__COLLECTION": "auth-cli",
+           "PAPERCHAT_STORE__PORT": str(gated.port), "PAPERCHAT_STORE__CHROMA_COLLECTION": "auth-cli",
            "PAPERCHAT_STORE__TOKEN": TOKEN, "PAPERCHAT_STORE__TIMEOUT_S": "10"}
     ok = subprocess.run(paperchat_cmd("-vv", "stats", "--json"), cwd=ROOT, env=env, capture_output=True, text=True,
                         timeout=120)

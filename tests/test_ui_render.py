@@ -390,7 +390,7 @@ def test_uploads_are_checked_and_kept_out_of_served_paths(tmp_path: Path) -> Non
 
 def test_stats_and_library_rows() -> None:
     md = render.stats_markdown({"papers": 3, "chunks": 4, "authors": 5, "categories": 2, "years": (2020, 2020),
-                                "model": "m_<x>"})
+                                "embedding_model": "m_<x>"})
     assert "**3** papers" in md and "**2020** years" in md and "m\\_&lt;x&gt;" in md
     papers = [StoredPaper(id="a", label="L", authors=("A", "B", "C", "D", "E"), categories=("X",), year=None),
               StoredPaper(id="b", label="M", year=2020)]

@@ -44,18 +44,17 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
 from rag import limits
-from rag.answer import Answer
+from rag.answer import Answer, AnswerMode
 from rag.config import Settings
 from rag.errors import BudgetExceeded, ConfigError, EmptyLibrary, InputError, PaperchatError, UpstreamError
 from rag.index.paper_query import parse_year_range
-from rag.qa.generate import Mode
 from ui import library
 from ui.library import Library
 from ui.services import is_loopback
 
 log = logging.getLogger(__name__)
 
-MODELS: dict[str, Mode | None] = {"paperchat": None, "paperchat-extractive": "extractive", "paperchat-llm": "llm"}
+MODELS: dict[str, AnswerMode | None] = {"paperchat": None, "paperchat-extractive": "extractive", "paperchat-llm": "llm"}
 
 
 # ---- keys and binding ----------------------------------------------------------------------------------
@@ -211,7 +210,7 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str
     history: list[Message] = Field(default_factory=list, description="earlier turns as chat messages")
-    mode: Literal["extractive", "llm"] | None = None
+    mode: AnswerMode | None = None
     k: int | None = Field(None, ge=1, le=50)
     filters: Filters | None = None
     collection: str | None = _collection()
@@ -331,7 +330,7 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
         async with guard.slots:
             return await run_in_threadpool(fn, *args)
 
-    def mode_of(model: str) -> Mode | None:
+    def mode_of(model: str) -> AnswerMode | None:
         if model not in MODELS:
             raise APIError(404, f"the model {model!r} does not exist: use {', '.join(MODELS)}", code="model_not_found",
                            param="model")

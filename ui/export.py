@@ -14,9 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rag.answer import Answer, Citation, StatementCheck
+from rag.display import author_list
 from rag.records import StoredPaper, clean_arxiv_id, clean_doi
 from rag.references import STYLES, bibliography, csl_item
-from ui.render import CITE, describe_filters, short_authors, shown_by_a_verdict
+from ui.render import CITE, describe_filters, shown_by_a_verdict
 from ui.safe import MATH, inline, paper_links
 
 
@@ -86,7 +87,7 @@ def reference_markdown(g: int, c: Citation) -> str:
     """One numbered reference line (Markdown, escaped)."""
     parts = [f"**{inline(c.title or c.paper_id, 'export')}**"]
     if c.authors:
-        parts.append(inline(short_authors(c.authors, 6), "export"))
+        parts.append(inline(author_list(c.authors, 6), "export"))
     if c.year:
         parts.append(str(int(c.year)))
     if c.categories:

@@ -19,17 +19,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from rag.answer import Answer, Citation, closest_line
+from rag.answer import Answer, AnswerMode, Citation, closest_line
 from rag.config import Settings
+from rag.display import author_list
 from rag.errors import InputError
 from rag.index.collections import check_name
 from rag.index.paper_query import PaperQuery, find_papers, scoped
 from rag.index.store import ChromaStore
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain
-from rag.qa.generate import Mode
 from rag.runtime import Runtime
-from ui.render import short_authors
 
 log = logging.getLogger(__name__)
 
@@ -181,11 +180,14 @@ def get_paper(lib: Library, paper_id: str) -> dict[str, Any] | None:
     return found[0].to_dict() if found else None
 
 
-def store_stats(store: ChromaStore, settings: Settings) -> dict[str, Any]:
-    """What ``paperchat stats --json`` prints: papers, chunks, model, store location and generation."""
-    return {"papers": len(store.paper_ids()), "chunks": store.count_chunks(),
+def store_stats(store: ChromaStore, settings: Settings, papers: int | None = None) -> dict[str, Any]:
+    """The store's figures, one key for each: what ``paperchat stats --json`` and GET /v1/stats print (papers,
+    chunks, model, store location and generation) and what the Library tab's line starts from
+    (``ui.services.corpus_stats`` adds the catalog's counts). ``papers``: the count when already known (from the
+    lexical index), instead of listing the store's ids."""
+    return {"papers": len(store.paper_ids()) if papers is None else papers, "chunks": store.count_chunks(),
             "embedding_model": store.model_name, "dim": store.dim, "store_mode": settings.store.mode,
-            "store_location": store.location, "collection": settings.store.collection,
+            "store_location": store.location, "chroma_collection": settings.store.chroma_collection,
             "generation": store.generation}
 
 
@@ -206,7 +208,7 @@ def answer_text(answer: Answer) -> str:
         refs = []
         flagged = answer.contradicted
         for c in answer.citations:
-            meta = ", ".join(x for x in (short_authors(c.authors), str(c.year or "")) if x)
+            meta = ", ".join(x for x in (author_list(c.authors), str(c.year or "")) if x)
             flag = " (contradicted)" if c.n in flagged else ""
             refs.append(f"[{c.n}] {c.title}{f' — {meta}' if meta else ''}{flag} (id: {c.paper_id})")
         parts.append(_REF_HEAD + "\n" + "\n".join(refs))
@@ -274,13 +276,13 @@ def history_from_messages(lib: Library, messages: Sequence[dict[str, Any]]) -> t
     return _content(turns[-1]), history
 
 
-def ask(lib: Library, question: str, history: Sequence[Answer] = (), mode: Mode | None = None,
+def ask(lib: Library, question: str, history: Sequence[Answer] = (), mode: AnswerMode | None = None,
         k: int | None = None, filters: dict[str, Any] | None = None) -> Answer:
     """One verified, cited turn (``Answer.to_dict()`` is the ``ask --json`` schema)."""
     return lib.chain.ask(question, history=list(history), k=k, filters=query_from(filters), mode=mode)
 
 
-def ask_messages(lib: Library, messages: Sequence[dict[str, Any]], mode: Mode | None = None, k: int | None = None,
+def ask_messages(lib: Library, messages: Sequence[dict[str, Any]], mode: AnswerMode | None = None, k: int | None = None,
                  filters: dict[str, Any] | None = None) -> Answer:
     """``ask`` for a whole conversation of chat messages (the last one is the question)."""
     question, history = history_from_messages(lib, messages)

@@ -16,7 +16,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from rag.answer import Answer, Citation, StatementCheck, filter_phrases
+from rag.answer import Answer, AppliedFilters, Citation, StatementCheck, filter_phrases
+from rag.display import author_list
 from rag.records import StoredPaper
 from rag.text import split_sentences
 from ui.safe import escape_html, inline, paper_links
@@ -30,13 +31,7 @@ def card_id(turn: int, n: int) -> str:
     return f"pc-card-{int(turn)}-{int(n)}"
 
 
-def short_authors(authors: Sequence[str], n: int = 3) -> str:
-    """"A, B, C et al." for display (plain text, not escaped)."""
-    names = [a for a in authors if a and a.strip()]
-    return ", ".join(names[:n]) + (" et al." if len(names) > n else "")
-
-
-def describe_filters(filters: dict[str, Any]) -> str:
+def describe_filters(filters: AppliedFilters) -> str:
     """Applied filters in words (plain text): "collection: R · author: X · category: Y · years: 2020–2024"."""
     return " · ".join(filter_phrases(filters))
 
@@ -189,7 +184,7 @@ def card_html(c: Citation, turn: int, open_: bool = False, statements: Sequence[
     contradicted (default: the citation is marked unsupported)."""
     flagged = not c.supported if flagged is None else flagged
     flag = f'<span class="pc-flag" title="{CONTRADICTED_TITLE}">&#9888; contradicted</span>' if flagged else ""
-    meta = " · ".join(x for x in (short_authors(c.authors), str(c.year or "")) if x)
+    meta = " · ".join(x for x in (author_list(c.authors), str(c.year or "")) if x)
     cats = "".join(f'<span class="pc-chip">{inline(cat, "html")}</span>' for cat in c.categories if cat)
     summary = (f'<summary><span class="pc-n">{int(c.n)}</span><span class="pc-head">'
                f'<span class="pc-title">{inline(c.title or c.paper_id, "html")}</span>{flag}'
@@ -233,7 +228,7 @@ def stats_markdown(stats: dict[str, Any]) -> str:
     items = [("papers", stats.get("papers", 0)), ("chunks", stats.get("chunks", 0)),
              ("authors", stats.get("authors", 0)), ("categories", stats.get("categories", 0)), ("years", span)]
     cells = " · ".join(f"**{inline(str(v), 'chat')}** {k}" for k, v in items)
-    model = stats.get("model")
+    model = stats.get("embedding_model")
     return cells + (f" · model {inline(str(model), 'chat')}" if model else "")
 
 
@@ -243,7 +238,7 @@ def library_rows(papers: Iterable[StoredPaper], memberships: dict[str, list[str]
     member = memberships or {}
     rows = []
     for p in papers:
-        rows.append([False, p.label or p.id, short_authors(p.authors, 4), "; ".join(p.categories), p.year or "",
+        rows.append([False, p.label or p.id, author_list(p.authors, 4), "; ".join(p.categories), p.year or "",
                      "; ".join(member.get(p.id, [])), p.id])
     return rows
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rag import limits
-from rag.answer import Answer
+from rag.answer import Answer, AppliedFilters
 from rag.config import LimitSettings
 from rag.errors import InputError
 from rag.index.paper_query import PaperQuery
@@ -30,6 +30,7 @@ from rag.records import StoredPaper
 from rag.resources import sample_corpus
 from rag.runtime import Runtime
 from rag.text import key_phrase
+from ui.library import store_stats
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +138,7 @@ def filters_from_controls(category: str | None, author: str | None, year_from: A
     return None if q.is_empty() else q
 
 
-def controls_from_filters(filters: dict[str, Any]) -> tuple[str | None, str, str, str]:
+def controls_from_filters(filters: AppliedFilters) -> tuple[str | None, str, str, str]:
     """An answer's applied filters → (category, author, year from, year to) for the controls."""
     return (filters.get("category") or None, filters.get("author") or "", str(filters.get("year_from") or ""),
             str(filters.get("year_to") or ""))
@@ -157,12 +158,11 @@ def paper_count(runtime: Runtime) -> int:
 
 
 def corpus_stats(runtime: Runtime) -> dict[str, Any]:
-    """Papers, chunks, authors, categories, year span and model of the store, from the catalog kept with
-    the lexical index (a 100k-paper store is not read row by row to count its authors)."""
+    """``ui.library.store_stats`` (same keys) plus authors, categories and year span, counted from the catalog
+    kept with the lexical index (a 100k-paper store is not read row by row to count its authors)."""
     cat = _catalog(runtime)
-    return {"papers": len(runtime.lexical), "chunks": runtime.store.count_chunks(), "authors": cat.n_authors,
-            "categories": len(cat.category_names), "years": runtime.lexical.year_span(),
-            "model": runtime.store.model_name}
+    return {**store_stats(runtime.store, runtime.settings, papers=len(runtime.lexical)), "authors": cat.n_authors,
+            "categories": len(cat.category_names), "years": runtime.lexical.year_span()}
 
 
 def categories(runtime: Runtime) -> list[str]:

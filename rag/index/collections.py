@@ -95,8 +95,8 @@ class Collections:
 
     def __init__(self, store: ChromaStore) -> None:
         self.store = store
-        self._name = f"{store.settings.store.collection}-sets"
-        self._merged_name = f"{store.settings.store.collection}-merged"
+        self._name = f"{store.settings.store.chroma_collection}-sets"
+        self._merged_name = f"{store.settings.store.chroma_collection}-merged"
         self._open: dict[str, tuple[Any, Any]] = {}  # collection name → (client it was opened on, handle)
 
     def _rows(self, create: bool = False, name: str | None = None) -> Any:

@@ -46,6 +46,7 @@ import numpy as np
 
 from rag.analysis import analyze
 from rag.index import filter_catalog, shared_lexical
+from rag.index.lexical_view import IndexView, Vocabulary
 from rag.index.rows import FIRST_CHUNK, filter_fields, read_paper
 from rag.index.segments import NO_YEAR, Doc, Segment, write_json, year_of
 from rag.index.store import ChromaStore
@@ -78,86 +79,6 @@ def paper_text(paper: StoredPaper) -> str:
     return " ".join(p for p in parts if p)
 
 
-class _Vocabulary:
-    """Term → global id; ids only grow between full merges. Saved as append-only JSON files of new terms."""
-
-    def __init__(self) -> None:
-        self.terms: list[str] = []
-        self.ids: dict[str, int] = {}
-
-    def copy(self) -> _Vocabulary:
-        out = _Vocabulary()
-        out.terms, out.ids = list(self.terms), dict(self.ids)
-        return out
-
-    def extend(self, terms: Iterable[str]) -> None:
-        for t in terms:
-            self.ids[t] = len(self.terms)
-            self.terms.append(t)
-
-    def encode(self, words: list[str], new: list[str]) -> np.ndarray:
-        """Ids of ``words``, adding unknown ones (also appended to ``new``)."""
-        out = np.empty(len(words), dtype=np.int32)
-        for i, w in enumerate(words):
-            tid = self.ids.get(w)
-            if tid is None:
-                tid = self.ids[w] = len(self.terms)
-                self.terms.append(w)
-                new.append(w)
-            out[i] = tid
-        return out
-
-
-class _View:
-    """The loaded index: segments, tombstones and the statistics and position maps derived from them.
-
-    Positions (what ``term_scores`` indexes, what filters return) number the live papers sorted by id;
-    slots number every doc of every segment, tombstoned ones included."""
-
-    def __init__(self, segments: list[Segment], deleted: dict[str, set[int]], vocab: _Vocabulary,
-                 k1: float, b: float) -> None:
-        self.segments, self.deleted, self.vocab, self.k1, self.b = segments, deleted, vocab, k1, b
-        self.offsets = np.cumsum([0] + [s.n for s in segments]).astype(np.int64)
-        n_slots = int(self.offsets[-1])
-        live = np.ones(n_slots, dtype=bool)
-        for i, seg in enumerate(segments):
-            gone = deleted.get(seg.name)
-            if gone:
-                live[self.offsets[i] + np.fromiter(gone, dtype=np.int64, count=len(gone))] = False
-        slot_pids = [p for s in segments for p in s.pids]
-        live_slots = np.flatnonzero(live)
-        order = sorted(live_slots.tolist(), key=slot_pids.__getitem__)
-        self.view = np.array(order, dtype=np.int64)  # position → slot
-        self.paper_ids: list[str] = [slot_pids[s] for s in order]
-        self.slot_to_pos = np.full(n_slots, -1, dtype=np.int64)
-        self.slot_to_pos[self.view] = np.arange(len(self.view))
-        self.pos: dict[str, int] = {p: i for i, p in enumerate(self.paper_ids)}
-        self.n = len(self.view)
-        lengths = np.concatenate([np.asarray(s.lengths, dtype=np.int64) for s in segments]) if segments else \
-            np.zeros(0, np.int64)
-        years = np.concatenate([np.asarray(s.years) for s in segments]) if segments else np.zeros(0, np.int32)
-        self.years = years[self.view] if self.n else np.zeros(0, np.int32)
-        total = int(lengths[live].sum())
-        self.avgdl = total / self.n if self.n else 1.0
-        self.norms = [k1 * (1 - b + b * np.asarray(s.lengths, dtype=np.float64) / self.avgdl) for s in segments]
-        df = np.zeros(len(vocab.terms), dtype=np.int64)
-        for seg in segments:
-            t, c = seg.df()
-            df[t] += c  # a segment lists each term once
-            gone = deleted.get(seg.name)
-            if gone:
-                dead = np.concatenate([np.unique(seg.forward(i)) for i in gone])
-                np.subtract.at(df, dead, 1)
-        self.df = df
-
-    def idf(self, tid: int) -> float:
-        d = int(self.df[tid]) if tid < len(self.df) else 0
-        return float(np.log1p((self.n - d + 0.5) / (d + 0.5))) if d else 0.0
-
-    def slots_to_positions(self, seg_index: int, local: np.ndarray) -> np.ndarray:
-        pos = self.slot_to_pos[self.offsets[seg_index] + local.astype(np.int64)]
-        return pos[pos >= 0]
-
 
 class LexicalIndex:
     """BM25 scores over the store's papers, loaded from disk, followed by increments, rebuilt when unreadable."""
@@ -165,7 +86,7 @@ class LexicalIndex:
     def __init__(self, root: Path, k1: float = 1.2, b: float = 0.75) -> None:
         self.root = root
         self.k1, self.b = k1, b
-        self._bm25: _View | None = None  # the loaded index (None: nothing loaded yet)
+        self._bm25: IndexView | None = None  # the loaded index (None: nothing loaded yet)
         self._manifest: dict[str, Any] = {}
         self._built_at: tuple[int, int] = (-1, -1)
         self._checked_at = -1e9  # time.monotonic() of the last state check
@@ -175,8 +96,8 @@ class LexicalIndex:
 
     @staticmethod
     def for_store(home: Path, store: ChromaStore) -> LexicalIndex:
-        key = hashlib.sha1(f"{store.location}|{store.settings.store.collection}".encode()).hexdigest()[:12]
-        return LexicalIndex(home / "lexical" / f"{store.settings.store.collection}-{key}")
+        key = hashlib.sha1(f"{store.location}|{store.settings.store.chroma_collection}".encode()).hexdigest()[:12]
+        return LexicalIndex(home / "lexical" / f"{store.settings.store.chroma_collection}-{key}")
 
     # ---- the public surface retrieval uses --------------------------------------------------------
     @property
@@ -408,13 +329,13 @@ class LexicalIndex:
             if old and manifest["vocab"][:len(old)] == old:  # only new terms appended: read only their files
                 vocab, todo = self._bm25.vocab.copy(), manifest["vocab"][len(old):]  # type: ignore[union-attr]
             else:
-                vocab, todo = _Vocabulary(), manifest["vocab"]
+                vocab, todo = Vocabulary(), manifest["vocab"]
             for name in todo:
                 vocab.extend(json.loads((self.root / name).read_text(encoding="utf-8")))
             if len(vocab.terms) != manifest["vocab_size"]:
                 raise ValueError(f"vocabulary has {len(vocab.terms)} terms, manifest says {manifest['vocab_size']}")
             deleted = {k: set(v) for k, v in manifest["deleted"].items()}
-            view = _View(segments, deleted, vocab, self.k1, self.b)
+            view = IndexView(segments, deleted, vocab, self.k1, self.b)
         except (OSError, ValueError, KeyError, IndexError) as e:
             log.warning("lexical index at %s unreadable (%s); rebuilding", self.root, e)
             self._bm25 = None
@@ -431,7 +352,7 @@ class LexicalIndex:
             self.catalog_path.unlink(missing_ok=True)
 
     # ---- building ---------------------------------------------------------------------------------
-    def _docs(self, papers: Iterable[dict[str, Any]], vocab: _Vocabulary, new_terms: list[str]) -> Iterator[Doc]:
+    def _docs(self, papers: Iterable[dict[str, Any]], vocab: Vocabulary, new_terms: list[str]) -> Iterator[Doc]:
         for md in papers:
             f = filter_fields(md)
             words = analyze(paper_text(read_paper(md))) or ["\x00empty"]
@@ -446,7 +367,7 @@ class LexicalIndex:
     def _rebuild(self, papers: Iterable[dict[str, Any]], state: tuple[int, int]) -> None:
         """Analyse every paper into one segment and a fresh catalog, in a new folder swapped in whole."""
         t0 = time.perf_counter()
-        vocab, new_terms = _Vocabulary(), []  # type: ignore[var-annotated]
+        vocab, new_terms = Vocabulary(), []  # type: ignore[var-annotated]
         chosen: dict[str, Doc] = {}
         for doc in self._docs(papers, vocab, new_terms):
             if doc.key > getattr(chosen.get(doc.pid), "key", ""):  # several versions: the largest key
@@ -480,7 +401,7 @@ class LexicalIndex:
         log.info("lexical index rebuilt: %d papers in %.1f s at %s", len(docs), time.perf_counter() - t0, self.root)
 
     @staticmethod
-    def _compact_vocab(docs: list[Doc], vocab: _Vocabulary, folder: Path) -> tuple[list[Doc], str, int]:
+    def _compact_vocab(docs: list[Doc], vocab: Vocabulary, folder: Path) -> tuple[list[Doc], str, int]:
         """Renumber the docs' terms to the terms they use (sorted), saved as a new vocabulary file."""
         flat = np.concatenate([d.terms for d in docs]) if docs else np.zeros(0, np.int32)
         # A mask over the vocabulary, not np.unique: no sorted copy and int64 inverse of every term occurrence
@@ -602,7 +523,7 @@ class LexicalIndex:
         changes = sum(segs[n].n for n in small) + sum(len(s) for s in deleted.values())
         if base is not None and changes > MERGE_ALL_FRACTION * max(segs[base].n, 1):
             docs = sorted(self._live_docs(seg_names, segs, deleted), key=lambda d: d.pid)
-            vocab = _Vocabulary()
+            vocab = Vocabulary()
             for name in vocab_files:
                 vocab.extend(json.loads((self.root / name).read_text(encoding="utf-8")))
             docs, vocab_name, size = self._compact_vocab(docs, vocab, self.root)

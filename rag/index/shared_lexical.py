@@ -78,7 +78,7 @@ def side_name(collection: str) -> str:
 
 
 def _side(store: ChromaStore, create: bool) -> Any:
-    name = side_name(store.settings.store.collection)
+    name = side_name(store.settings.store.chroma_collection)
     if create:
         return store.client.get_or_create_collection(name, embedding_function=None,
                                                       metadata={"paperchat": "lexical index"})
@@ -262,7 +262,7 @@ class Publisher:
                 self.last = self.publish_once(store)
             except Exception as e:  # never breaks a sync or an answer
                 log.warning("publishing the lexical index to %s failed (%s: %s); other hosts will rebuild theirs "
-                            "or use an older copy", side_name(store.settings.store.collection),
+                            "or use an older copy", side_name(store.settings.store.chroma_collection),
                             type(e).__name__, e)
 
     def publish_once(self, store: ChromaStore) -> dict[str, Any]:
@@ -289,7 +289,7 @@ class Publisher:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         log.info("lexical index published to %s: %d files, %.1f MB, %.1f MB uploaded (compressed) in %.1f s",
-                 side_name(store.settings.store.collection), report["files"], report["published_bytes"] / 1e6,
+                 side_name(store.settings.store.chroma_collection), report["files"], report["published_bytes"] / 1e6,
                  report["uploaded_bytes"] / 1e6, report["seconds"])
         return report
 
@@ -353,7 +353,7 @@ def fetch(store: ChromaStore, root: Path, accepts: Callable[[dict[str, Any]], bo
         try:
             manifest = published(store)
             if manifest is None:
-                log.info("no published lexical index in %s", side_name(store.settings.store.collection))
+                log.info("no published lexical index in %s", side_name(store.settings.store.chroma_collection))
                 return None
             lex = manifest["lex"]
             if not accepts(lex):
@@ -380,7 +380,7 @@ def fetch(store: ChromaStore, root: Path, accepts: Callable[[dict[str, Any]], bo
         same = manifest.get("collection_id") == str(getattr(store.collection, "id", ""))
         fetched = Fetched(state, same, time.perf_counter() - t0, size)
         log.info("lexical index installed from %s: %.1f MB in %.1f s (state %s)",
-                 side_name(store.settings.store.collection), size / 1e6, fetched.seconds, state)
+                 side_name(store.settings.store.chroma_collection), size / 1e6, fetched.seconds, state)
         return fetched
     return None
 

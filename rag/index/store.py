@@ -328,7 +328,7 @@ class ChromaStore:
         self._lost_at = None
 
     def _open_collection(self) -> Any:
-        name = self.settings.store.collection
+        name = self.settings.store.chroma_collection
         if self.model_name is None:
             try:
                 col = self.client.get_collection(name, embedding_function=None)
@@ -345,10 +345,11 @@ class ChromaStore:
         have = col.metadata or {}
         if have.get("embedding_model") != self.model_name or int(have.get("dim", -1)) != self.dim:
             raise ConfigError(
-                f"the store {self.location} (collection {name!r}) was built with {have.get('embedding_model')} "
-                f"({have.get('dim')} dims), not {self.model_name} ({self.dim} dims). Use that model "
-                f"(PAPERCHAT_EMBEDDINGS__MODEL), another collection (PAPERCHAT_STORE__COLLECTION) or PAPERCHAT_HOME, "
-                "or rebuild with `paperchat ingest --rebuild PATH...`")
+                f"the store {self.location} (Chroma collection {name!r}) was built with "
+                f"{have.get('embedding_model')} ({have.get('dim')} dims), not {self.model_name} ({self.dim} dims). "
+                "Use that model (PAPERCHAT_EMBEDDINGS__MODEL), another Chroma collection "
+                "(PAPERCHAT_STORE__CHROMA_COLLECTION) or PAPERCHAT_HOME, or rebuild with "
+                "`paperchat ingest --rebuild PATH...`")
         return col
 
     def close(self) -> None:
@@ -400,7 +401,7 @@ class ChromaStore:
     @_guarded
     def _generation(self) -> int:
         try:
-            col = self.client.get_collection(self.settings.store.collection, embedding_function=None)
+            col = self.client.get_collection(self.settings.store.chroma_collection, embedding_function=None)
         except Exception as e:
             if self._server and _unreachable(e):
                 raise
@@ -411,7 +412,7 @@ class ChromaStore:
     def reset(self) -> None:
         """Drop the collection (``ingest --rebuild``) and create it anew for the current model."""
         try:
-            self.client.delete_collection(self.settings.store.collection)
+            self.client.delete_collection(self.settings.store.chroma_collection)
         except Exception as e:  # not there: nothing to drop
             if self._server and _unreachable(e):
                 raise

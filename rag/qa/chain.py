@@ -46,7 +46,7 @@ from rag.qa.condense import (
 )
 from rag.qa.evidence import EvidenceIndex, QuestionScorer, content_terms
 from rag.qa.findings import Judge
-from rag.qa.generate import Generation, GenerationInput, Generator, Mode
+from rag.qa.generate import AnswerMode, Generation, GenerationInput, Generator
 from rag.qa.generate.extractive import ExtractiveGenerator
 from rag.qa.injection import guard_stream
 from rag.qa.llm_judge import LLMJudge, uses_llm_judge
@@ -71,7 +71,7 @@ class TurnState:
     history: list[Answer]  # the conversation's earlier turns
     k: int  # papers to retrieve
     explicit: PaperQuery | None  # filters given beside the question (CLI flags, UI controls)
-    mode: Mode
+    mode: AnswerMode
     live: bool  # the reader watches the text arrive; else the model's reply is requested whole
     started: float = field(default_factory=time.perf_counter)
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds per stage, as in Answer.timings
@@ -131,7 +131,7 @@ def describe_filters(q: PaperQuery) -> str:
     return "; ".join(filter_phrases(filters_dict(q)))
 
 
-def resolve_mode(settings: Settings, mode: str | None) -> Mode:
+def resolve_mode(settings: Settings, mode: str | None) -> AnswerMode:
     """The requested mode, else llm when an endpoint is configured, else extractive."""
     if mode is None:
         return "extractive" if settings.offline else "llm"
@@ -171,7 +171,7 @@ class AnswerChain:
 
     # ---- public API ---------------------------------------------------------------------------
     def stream(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
-               filters: PaperQuery | None = None, mode: Mode | None = None, *,
+               filters: PaperQuery | None = None, mode: AnswerMode | None = None, *,
                live: bool = True) -> Iterator[str | Answer]:
         """Answer text pieces as they are produced, then the verified ``Answer`` (whose text may differ:
         invalid citations removed, numbers renumbered). When the model's stream breaks off, the ``Answer`` is
@@ -192,22 +192,22 @@ class AnswerChain:
         yield answer
 
     def ask(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
-            filters: PaperQuery | None = None, mode: Mode | None = None) -> Answer:
+            filters: PaperQuery | None = None, mode: AnswerMode | None = None) -> Answer:
         """Answer one turn; ``history`` holds the conversation's earlier answers. The same driver as
         ``stream``, drained: only how the model's reply arrives differs."""
         *_, answer = self.stream(question, history, k, filters, mode, live=False)
         assert isinstance(answer, Answer)
         return answer
 
-    def generator(self, mode: Mode) -> Generator:
+    def generator(self, mode: AnswerMode) -> Generator:
         """The generator for a mode (the llm one is built on first use)."""
         return self.extractive if mode == "extractive" else self._llm_generator()
 
-    def resolve_mode(self, mode: str | None) -> Mode:
+    def resolve_mode(self, mode: str | None) -> AnswerMode:
         """The requested mode, else llm when an endpoint is configured, else extractive."""
         return resolve_mode(self.settings, mode)
 
-    def verdict_judge(self, mode: Mode) -> Judge | None:
+    def verdict_judge(self, mode: AnswerMode) -> Judge | None:
         """The judge of cited statements besides the rules that ``verify.judge`` picks for an answer written in
         ``mode``: the LLM judge (built on first use), or None for the rules alone."""
         if not uses_llm_judge(self.settings, mode):
@@ -366,7 +366,7 @@ class Conversation:
     """A multi-turn conversation over one chain; every ``ask`` sees the earlier turns."""
 
     def __init__(self, chain: AnswerChain, k: int | None = None, filters: PaperQuery | None = None,
-                 mode: Mode | None = None) -> None:
+                 mode: AnswerMode | None = None) -> None:
         self.chain, self.k, self.filters, self.mode = chain, k, filters, mode
         self.turns: list[Answer] = []
 

@@ -68,7 +68,7 @@ def is_follow_up(question: str, history: Sequence[Turn] | None, allow_short: boo
     return allow_short and len(content_terms(question)) <= SHORT_TERMS
 
 
-def key_phrase(c: Citation) -> str:
+def cited_name(c: Citation) -> str:
     """A cited paper's name for retrieval: its title, or its label without the leading authors."""
     text = c.title or ""
     if c.authors:
@@ -90,9 +90,9 @@ def offline_condense(question: str, history: Sequence[Turn] | None, follow_up: b
     prefer = [c.paper_id for c in cited]
     parts = [question.strip(), last.question.strip()]
     if cited:
-        first = key_phrase(cited[0])
+        first = cited_name(cited[0])
         # The first cited paper is what "it" most likely means: name it twice, the others once.
-        parts += [first, first] + [key_phrase(c) for c in cited[1:3]]
+        parts += [first, first] + [cited_name(c) for c in cited[1:3]]
     elif len(turns) > 1:
         parts.append(turns[-2].question.strip())
     standalone = " ; ".join(p for p in parts if p)

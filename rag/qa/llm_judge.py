@@ -27,7 +27,7 @@ from rag.errors import ConfigError, PaperchatError
 from rag.limits import check_request_tokens
 from rag.openai_client import Endpoint, llm_endpoint
 from rag.qa.findings import VERDICTS, Claim, Finding, JudgeUnavailable, Verdict
-from rag.qa.generate import Mode
+from rag.qa.generate import AnswerMode
 from rag.qa.prompts import VERDICT_SYSTEM, VERDICT_TEMPLATE, neutralise, sources_block, untrusted_abstract
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def judge_endpoint(settings: Settings) -> Endpoint:
                                max_retries=0, timeout_setting="PAPERCHAT_VERIFY__JUDGE_TIMEOUT_S")
 
 
-def uses_llm_judge(settings: Settings, mode: Mode) -> bool:
+def uses_llm_judge(settings: Settings, mode: AnswerMode) -> bool:
     """Whether ``verify.judge`` asks the LLM judge for an answer written in ``mode`` (see ``VerifySettings``);
     ``ConfigError`` for ``llm`` without an endpoint."""
     choice = settings.verify.judge

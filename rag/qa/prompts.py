@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from rag.display import author_list
 from rag.qa.injection import drop_markers
 from rag.quarantine import is_instruction, quarantine
 from rag.records import StoredPaper
@@ -108,7 +109,7 @@ def untrusted_abstract(abstract: str) -> str:
 def source_header(n: int, paper: StoredPaper) -> str:
     """The one-line heading of source ``n``: label, authors, year, categories."""
     authors = paper.authors
-    who = ", ".join(authors[:4]) + (" et al." if len(authors) > 4 else "")
+    who = author_list(authors, 4)
     bits = [b for b in (who, str(paper.year or ""), "; ".join(paper.categories)) if b]
     label = paper.heading
     if is_instruction(label):
@@ -129,7 +130,7 @@ def sources_block(sources: Sequence[str]) -> str:
 
 def is_cannot_answer(text: str) -> bool:
     """True when a reply is (or opens with) the cannot-answer sentence, give or take case and punctuation."""
-    def fold(s: str) -> str:
+    def letters_only(s: str) -> str:
         return re.sub(r"[^a-z0-9]+", " ", s.casefold().replace("\u2019", "'").replace("'", "")).strip()
 
-    return fold(text).startswith(fold(CANNOT_ANSWER))
+    return letters_only(text).startswith(letters_only(CANNOT_ANSWER))

@@ -15,9 +15,10 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import cast
 
 from rag.analysis import TOKEN, analyze, fold
+from rag.answer import AppliedFilters
 from rag.index.filter_catalog import CatalogUnreadable, FilterCatalog, category_stem
 from rag.index.lexical import LexicalIndex
 from rag.index.paper_query import PaperQuery
@@ -286,8 +287,8 @@ def merge_filters(parsed: PaperQuery, explicit: PaperQuery | None) -> PaperQuery
     return out
 
 
-def filters_dict(q: PaperQuery) -> dict[str, Any]:
+def filters_dict(q: PaperQuery) -> AppliedFilters:
     """The filters as the answer reports them (only the set ones)."""
     d = q.as_dict()
     d.pop("text", None)
-    return d
+    return cast(AppliedFilters, d)

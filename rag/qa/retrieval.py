@@ -28,7 +28,7 @@ from rag.records import StoredPaper
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["hybrid", "dense", "bm25"]
+RetrievalMode = Literal["hybrid", "dense", "bm25"]
 
 
 @dataclass
@@ -128,7 +128,7 @@ class Retriever:
     """Finds the papers that answer a question, within optional filters."""
 
     def __init__(self, store: ChromaStore, embedder: Embedder, lexical: LexicalIndex, cfg: RetrievalSettings,
-                 mode: Mode = "hybrid") -> None:
+                 mode: RetrievalMode = "hybrid") -> None:
         self.store, self.embedder, self.lexical, self.cfg, self.mode = store, embedder, lexical, cfg, mode
 
     # ---- the two retrievers -----------------------------------------------------------------

@@ -137,7 +137,7 @@ def make_home(home: Path, cache: Path) -> Path:
 def env_for(home: Path, port: int, batch_papers: int, collection: str = COLLECTION) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCHAT_")}
     env.update({"PAPERCHAT_HOME": str(home), "PAPERCHAT_STORE__MODE": "server", "PAPERCHAT_STORE__PORT": str(port),
-                "PAPERCHAT_STORE__COLLECTION": collection, "PAPERCHAT_INGEST__BATCH_PAPERS": str(batch_papers),
+                "PAPERCHAT_STORE__CHROMA_COLLECTION": collection, "PAPERCHAT_INGEST__BATCH_PAPERS": str(batch_papers),
                 "ANONYMIZED_TELEMETRY": "False", "PYTHONPATH": str(ROOT)})
     return env
 
@@ -246,7 +246,7 @@ def lexical_view(home: Path, port: int, probes: list[str] | None = None, collect
     from rag.index.lexical import LexicalIndex
     from rag.index.store import ChromaStore
 
-    settings = get_settings(home=home, store={"mode": "server", "port": port, "collection": collection})
+    settings = get_settings(home=home, store={"mode": "server", "port": port, "chroma_collection": collection})
     store = ChromaStore(settings, None, None)
     try:
         lex = LexicalIndex.for_store(home, store)

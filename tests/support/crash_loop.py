@@ -231,7 +231,7 @@ def verify(home: Path, expected: dict[str, Any], markers: dict[str, list[str]], 
     notes: list[str] = []
     client = chromadb.PersistentClient(path=str(settings.store_path),
                                        settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False))
-    col = client.get_collection(settings.store.collection, embedding_function=None)
+    col = client.get_collection(settings.store.chroma_collection, embedding_function=None)
     ids: list[str] = []
     metas: list[dict[str, Any]] = []
     embs: list[Any] = []

@@ -16,11 +16,11 @@ from rag.ingest.loaders.base import Item
 from rag.ingest.loaders.common import (
     as_text,
     clean_name,
-    fold,
     iter_lines,
     make_paper,
     problem,
     split_authors,
+    squash_spaces,
 )
 from rag.ingest.loaders.safe_xml import SafeTree
 
@@ -71,7 +71,7 @@ def _snapshot_year(row: dict[str, Any]) -> Any:
 
 def snapshot_paper(path: Path, n: int, row: dict[str, Any]) -> Item:
     """One snapshot row → ``Paper`` (or ``RecordProblem``)."""
-    raw_id = fold(as_text(row.get("id")) or "")
+    raw_id = squash_spaces(as_text(row.get("id")) or "")
     doi = (as_text(row.get("doi")) or "").split()
     return make_paper(
         path, n, abstract=row.get("abstract"), title=row.get("title"), authors=_snapshot_authors(row),
@@ -141,12 +141,12 @@ def _text(el: ET.Element, tag: str) -> str | None:
 
 def atom_paper(path: Path, line: int, entry: ET.Element) -> Item:
     """One Atom ``<entry>`` → ``Paper`` (or ``RecordProblem``)."""
-    raw_id = fold(_text(entry, f"{ATOM}id") or "")
+    raw_id = squash_spaces(_text(entry, f"{ATOM}id") or "")
     authors = [clean_name(a.text or "") for a in entry.findall(f"{ATOM}author/{ATOM}name")]
     cats: list[str] = []
     primary = entry.find(f"{ARXIV}primary_category")
     for el in ([primary] if primary is not None else []) + entry.findall(f"{ATOM}category"):
-        term = fold(el.get("term") or "")
+        term = squash_spaces(el.get("term") or "")
         if term and term not in cats:
             cats.append(term)
     url = None
@@ -180,9 +180,10 @@ class ArxivAtomLoader:
         entries = root.findall(f"{ATOM}entry")
         errors = [e for e in entries if "/api/errors" in (_text(e, f"{ATOM}id") or "")]
         if errors and len(errors) == len(entries):
-            msg = fold(_text(errors[0], f"{ATOM}summary") or "unknown error")
+            msg = squash_spaces(_text(errors[0], f"{ATOM}summary") or "unknown error")
             raise InputError(f"the arXiv API answered with an error: {msg}", where=str(path))
         if not entries:
             log.warning("%s: the feed has no entries", path)
-        return (problem(path, tree.lines.get(id(e), 0), "arXiv API error: " + fold(_text(e, f"{ATOM}summary") or ""))
+        return (problem(path, tree.lines.get(id(e), 0),
+                        "arXiv API error: " + squash_spaces(_text(e, f"{ATOM}summary") or ""))
                 if e in errors else atom_paper(path, tree.lines.get(id(e), 0), e) for e in entries)

@@ -22,10 +22,10 @@ from rag.ingest.loaders.fields import (  # noqa: F401  (re-exported: the loaders
     clean_name,
     clean_title,
     fix_latex,
-    fold,
     parse_year,
     split_authors,
     split_list,
+    squash_spaces,
     unescape_entities,
 )
 from rag.limits import DEFAULTS, cap_abstract
@@ -208,11 +208,11 @@ def make_paper(path: Path, line: int, *, abstract: Any, title: Any = None, autho
         return problem(path, line, f"abstract too short ({len(text)} characters): {text!r}")
     arxiv = clean_arxiv_id(as_text(arxiv_id))
     clean = clean_doi(as_text(doi))
-    own = fold(as_text(own_id) or "") or None
+    own = squash_spaces(as_text(own_id) or "") or None
     if own and not arxiv and not clean:  # an id column often holds an arXiv id or a DOI
         arxiv = clean_arxiv_id(own)
         clean = None if arxiv else clean_doi(own)
-    link = fold(as_text(url) or "") or None
+    link = squash_spaces(as_text(url) or "") or None
     if not link and arxiv:
         link = f"https://arxiv.org/abs/{arxiv}"
     elif not link and clean:

@@ -15,7 +15,7 @@ from rag.latex import latex_text
 YEAR_MIN, YEAR_MAX = 1800, 2100
 
 
-def fold(s: str) -> str:
+def squash_spaces(s: str) -> str:
     """Collapse all whitespace runs to single spaces and strip."""
     return re.sub(r"\s+", " ", s).strip()
 
@@ -55,7 +55,7 @@ def clean_title(raw: str | None) -> str | None:
     whitespace folded; None when empty."""
     if not raw or not isinstance(raw, str):
         return None
-    return fold(latex_text(fix_latex(raw))) or None
+    return squash_spaces(latex_text(fix_latex(raw))) or None
 
 
 def parse_year(value: Any) -> int | None:
@@ -82,7 +82,7 @@ _DROP_NAMES = {"others", "et al", "et al.", "and others", "anonymous"}
 def clean_name(raw: str) -> str:
     """One author name: LaTeX decoded, leftover braces dropped, whitespace folded, stray punctuation trimmed."""
     s = latex_text(fix_latex(raw)).replace("{", "").replace("}", "")
-    s = fold(s).strip(" ,;")
+    s = squash_spaces(s).strip(" ,;")
     return "" if s.lower() in _DROP_NAMES or not re.search(r"\w", s) else s
 
 
@@ -139,7 +139,7 @@ def split_authors(value: Any, style: str = "plain") -> list[str]:
         return _dedupe(clean_name(n) for n in names)
     if not isinstance(value, str) or not value.strip():
         return []
-    s = fold(unescape_entities(value))
+    s = squash_spaces(unescape_entities(value))
     if style == "bibtex":
         return _dedupe(clean_name(_flip(p)) for p in _split_top(s, _BIB_AND))
     if ";" in s:
@@ -161,7 +161,7 @@ def split_list(value: Any, seps: str = r"[;,]") -> list[str]:
         items = re.split(seps, unescape_entities(value))
     else:
         return []
-    return _dedupe(fold(latex_text(i)) for i in items)
+    return _dedupe(squash_spaces(latex_text(i)) for i in items)
 
 
 def _dedupe(items: Any) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rag.errors import InputError
 from rag.ingest.loaders.base import Item
-from rag.ingest.loaders.common import fold, make_paper, problem, read_text, split_authors
+from rag.ingest.loaders.common import make_paper, problem, read_text, split_authors, squash_spaces
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def is_prose(line: str) -> bool:
 
 def is_category_line(line: str, vocab: set[str]) -> bool:
     """A category label: ``"Area · Topic"`` or a known area name."""
-    return bool(_SEP.search(line)) or fold(line).lower() in vocab
+    return bool(_SEP.search(line)) or squash_spaces(line).lower() in vocab
 
 
 def is_header_line(line: str) -> bool:
@@ -70,7 +70,7 @@ def is_header_line(line: str) -> bool:
 
 def split_category(line: str) -> list[str]:
     """``"Deep Learning · Large Language Models"`` → ``["Deep Learning", "Large Language Models"]``."""
-    return [fold(p) for p in _SEP.split(line) if fold(p)]
+    return [squash_spaces(p) for p in _SEP.split(line) if squash_spaces(p)]
 
 
 class ListingLoader:
@@ -99,7 +99,7 @@ class ListingLoader:
         text = read_text(path)
         # Lines end at \n only (str.splitlines also breaks at \x0b, \x1c, \u2028…, which would put every
         # later line number off from what an editor shows).
-        lines = _join_wrapped([(n, fold(ln)) for n, ln in enumerate(text.split("\n"), 1) if ln.strip()])
+        lines = _join_wrapped([(n, squash_spaces(ln)) for n, ln in enumerate(text.split("\n"), 1) if ln.strip()])
         if not any(is_prose(ln) for _, ln in lines):
             raise InputError("no abstract found: not a listing (expected blocks of category, authors and a long "
                              "abstract line)", where=str(path))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rag.errors import InputError
 from rag.ingest.loaders.base import Item
-from rag.ingest.loaders.common import clean_name, fold, make_paper, problem, split_authors
+from rag.ingest.loaders.common import clean_name, make_paper, problem, split_authors, squash_spaces
 from rag.ingest.loaders.safe_xml import SafeTree
 
 OAI = "{http://www.openarchives.org/OAI/2.0/}"
@@ -40,7 +40,7 @@ def oai_paper(path: Path, line: int, record: ET.Element) -> Item | None:
     """One ``<record>`` → ``Paper``/``RecordProblem``; None for a record in another metadata format."""
     header = record.find(f"{OAI}header")
     if header is not None and header.get("status") == "deleted":
-        return problem(path, line, f"deleted in the harvest: {fold(_text(header, f'{OAI}identifier') or '')}")
+        return problem(path, line, f"deleted in the harvest: {squash_spaces(_text(header, f'{OAI}identifier') or '')}")
     meta = record.find(f"{OAI}metadata/{ARXIV_OAI}arXiv")
     if meta is not None:
         ns, authors, date = ARXIV_OAI, _arxiv_authors(meta), _text(meta, f"{ARXIV_OAI}created")
@@ -50,7 +50,7 @@ def oai_paper(path: Path, line: int, record: ET.Element) -> Item | None:
             return None
         ns, authors = ARXIV_RAW, split_authors(_text(meta, f"{ARXIV_RAW}authors"))
         date = _text(meta, f"{ARXIV_RAW}version/{ARXIV_RAW}date")
-    raw_id = fold(_text(meta, f"{ns}id") or "")
+    raw_id = squash_spaces(_text(meta, f"{ns}id") or "")
     return make_paper(
         path, line, abstract=_text(meta, f"{ns}abstract"), title=_text(meta, f"{ns}title"), authors=authors,
         categories=(_text(meta, f"{ns}categories") or "").split(), year=date,
@@ -77,7 +77,7 @@ class ArxivOaiLoader:
         error = root.find(f"{OAI}error")
         if error is not None:
             raise InputError(f"the OAI-PMH server answered with an error: {error.get('code', '?')} "
-                             f"{fold(error.text or '')}", where=str(path))
+                             f"{squash_spaces(error.text or '')}", where=str(path))
         records = root.findall(f"{OAI}ListRecords/{OAI}record") + root.findall(f"{OAI}GetRecord/{OAI}record")
         formats = {child.tag for r in records for md in r.findall(f"{OAI}metadata") for child in md}
         if formats and not formats & {f"{ARXIV_OAI}arXiv", f"{ARXIV_RAW}arXivRaw"}:

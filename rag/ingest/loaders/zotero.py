@@ -45,7 +45,7 @@ from pathlib import Path
 
 from rag.errors import InputError
 from rag.ingest.loaders.base import Item
-from rag.ingest.loaders.common import fold, is_placeholder, make_paper, problem, split_authors, split_list
+from rag.ingest.loaders.common import is_placeholder, make_paper, problem, split_authors, split_list, squash_spaces
 from rag.records import Paper, clean_arxiv_id, clean_doi
 
 log = logging.getLogger(__name__)
@@ -260,7 +260,7 @@ def _collection_paths(rows: list[tuple[int, str, int | None]], trashed: set[int]
                 break
             seen.add(at)
             name, at = by_id[at]
-            segments.append(fold(str(name or "")).replace("/", SLASH_IN_NAME) or "(untitled)")
+            segments.append(squash_spaces(str(name or "")).replace("/", SLASH_IN_NAME) or "(untitled)")
         if segments:
             paths[cid] = "/".join(reversed(segments))
     return paths
@@ -382,7 +382,8 @@ def item_record(db: Path, item: ZoteroItem) -> Item:
     title = _first(f, _TITLE)
     abstract = f.get("abstractNote")
     if abstract is None or not abstract.strip() or is_placeholder(abstract):
-        return problem(db, item.item_id, f"no abstract: {fold(title or 'untitled')!r} (Zotero item {item.key})")
+        return problem(db, item.item_id,
+                       f"no abstract: {squash_spaces(title or 'untitled')!r} (Zotero item {item.key})")
     authors = [n for n, kind in item.creators if kind == "author"] or [n for n, _ in item.creators]
     extra_doi = _EXTRA_DOI.search(f.get("extra") or "")
     doi = clean_doi(f.get("DOI")) or clean_doi(extra_doi.group(1) if extra_doi else None)

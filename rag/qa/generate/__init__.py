@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from rag.answer import AnswerMode
 from rag.qa.evidence import QuestionScorer
 from rag.qa.retrieval import PaperHit
-
-Mode = Literal["extractive", "llm"]
 
 
 @dataclass
@@ -53,7 +52,7 @@ class Generation:
 class Generator(Protocol):
     """One answer backend."""
 
-    mode: Mode
+    mode: AnswerMode
 
     def generate(self, inp: GenerationInput) -> Generation:
         """The whole answer at once."""
@@ -64,4 +63,4 @@ class Generator(Protocol):
         ...
 
 
-__all__ = ["Generation", "GenerationInput", "Generator", "Mode"]
+__all__ = ["AnswerMode", "Generation", "GenerationInput", "Generator"]

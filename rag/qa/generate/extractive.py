@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag import contribution
+from rag.display import prose_surnames
 from rag.index.lexical import paper_text
 from rag.qa.evidence import (
     EvidenceIndex,
@@ -33,7 +34,7 @@ from rag.qa.evidence import (
     outside_math,
     term_in,
 )
-from rag.qa.generate import Generation, GenerationInput, Mode
+from rag.qa.generate import AnswerMode, Generation, GenerationInput
 from rag.qa.generate.names import SpecificTerm, missing_terms
 from rag.qa.injection import drop_markers, payload_terms
 from rag.qa.prompts import CANNOT_ANSWER
@@ -92,18 +93,6 @@ class _Pick:
     score: float
 
 
-def short_authors(authors: list[str]) -> str:
-    """"Miao et al." / "Cheng and Amiri" / "Rudin" — how an answer names a paper's authors."""
-    last = [a.split()[-1] for a in authors if a.split()]
-    if not last:
-        return ""
-    if len(last) == 1:
-        return last[0]
-    if len(last) == 2:
-        return f"{last[0]} and {last[1]}"
-    return f"{last[0]} et al."
-
-
 def _third_person(verb: str) -> str:
     if re.search(r"(s|sh|ch|x|z|o)$", verb):
         return verb + "es"
@@ -134,7 +123,7 @@ def attribute(sentence: str, authors: list[str], first: bool) -> str:
 
     ``first``: the authors are not named yet in this part of the answer, so the sentence's first "we"
     (or "this work", or a leading "Our") names them; every other first person becomes "they"."""
-    who = short_authors(authors)
+    who = prose_surnames(authors)
     if first and who:
         m = _SUBJECT.match(sentence)
         if m:
@@ -182,7 +171,7 @@ def _display_label(hit: PaperHit) -> str:
     authors and year (the card still shows the title, escaped, as data)."""
     label = hit.paper.heading
     if is_instruction(label) or _tokens_of(label) & payload_terms([hit.paper]):
-        who = short_authors(list(hit.paper.authors)) or "Untitled"
+        who = prose_surnames(list(hit.paper.authors)) or "Untitled"
         year = hit.paper.year
         return f"{who} ({year})" if year else f"{who} ({hit.paper_id})"
     return label
@@ -211,7 +200,7 @@ def _tokens_of(text: str) -> set[str]:
 class ExtractiveGenerator:
     """Answers from abstract sentences only; see the module docstring."""
 
-    mode: Mode = "extractive"
+    mode: AnswerMode = "extractive"
     ANSWERABLE = 0.9  # best paper's support (topic coverage + best-sentence cosine) needed to answer
     ANSWERABLE_FILTERED = 0.5  # lower when the user already narrowed the papers down (author, category…)
     SECONDARY = 0.9  # support another paper needs to be cited too…
@@ -430,7 +419,7 @@ class ExtractiveGenerator:
             named = False
             for p in mine:
                 statement = _finish(attribute(evs[i].sentences[p.sentence], authors, first=not named))
-                named = named or short_authors(authors) in statement
+                named = named or prose_surnames(authors) in statement
                 self.evidence.remember(statement, evs[i].vectors[p.sentence])
                 pieces.append(("" if not pieces else " ") + cite(statement, n))
         for n, i in enumerate(order, start=1):

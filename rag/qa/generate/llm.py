@@ -26,7 +26,7 @@ from rag.config import LimitSettings, LLMSettings
 from rag.errors import ConfigError
 from rag.limits import check_request_tokens
 from rag.openai_client import Overtime, llm_endpoint
-from rag.qa.generate import Generation, GenerationInput, Mode
+from rag.qa.generate import AnswerMode, Generation, GenerationInput
 from rag.qa.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE, format_source, neutralise, sources_block
 from rag.qa.retrieval import PaperHit
 
@@ -61,7 +61,7 @@ def fit_sources(hits: list[PaperHit], budget: int) -> tuple[str, list[PaperHit],
 class LLMGenerator:
     """Answers written by a chat model from the retrieved abstracts; see the module docstring."""
 
-    mode: Mode = "llm"
+    mode: AnswerMode = "llm"
 
     def __init__(self, cfg: LLMSettings, limits: LimitSettings | None = None) -> None:
         if not cfg.base_url:
