@@ -84,6 +84,7 @@ def canonical(expr: str) -> tuple[str, ...]:
     ε = epsilon = ``\\epsilon``."""
     s = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺]+", lambda m: "^(" + m.group(0).translate(_SUPERSCRIPT) + ")", expr)
     s = unicodedata.normalize("NFKD", s).replace("\u0303", "")  # Õ → O
+    s = re.sub(r"\\eps(?![A-Za-z])", r"\\epsilon", s)  # the usual macro for epsilon
     s = s.replace("$", " ").replace("\u2212", "-").replace("\u2013", "-").replace("\\\\", "\\")
     prev = None
     while prev != s:

@@ -22,7 +22,7 @@ _MULTIPLIERS = {"twice": 2, "double": 2, "doubles": 2, "doubled": 2, "doubling":
                 "tripled": 3, "tripling": 3, "quadruple": 4, "quadruples": 4, "quadrupled": 4,
                 "halve": 0.5, "halves": 0.5, "halved": 0.5, "halving": 0.5}
 # Words that count as numbers in a source but are too common to check in a statement ("one of", "a single").
-_SOURCE_ONLY = {"one": 1, "single": 1, "once": 1, "pair": 2, "both": 2, "dual": 2, "binary": 2}
+_SOURCE_ONLY = {"one": 1, "single": 1, "once": 1, "unity": 1, "pair": 2, "both": 2, "dual": 2, "binary": 2}
 
 
 def _cardinal(parts: Sequence[str], i: int) -> tuple[float, int] | None:
@@ -121,6 +121,8 @@ def _cardinal_quantity(parts: Sequence[str], i: int, card: tuple[float, int],
     percentage, an order of magnitude, or a plain number (a statement's "one" alone is none)."""
     value, used = card
     j = i + used
+    if parts[j:j + 2] in (["and", "a"], ["and", "an"]) and j + 2 < len(parts) and parts[j + 2] in _DENOMINATORS:
+        value, j = value + 1 / _DENOMINATORS[parts[j + 2]], j + 3  # "one and a half", "two and a quarter"
     after = parts[j] if j < len(parts) else ""
     written = " ".join(parts[i:j])
     if after in _DENOMINATORS and after not in {"half", "halves"}:

@@ -9,6 +9,7 @@ import re
 from rag.qa.claims.number_words import _UNITS, _cardinal, _word_quantities
 from rag.qa.claims.quantity import _FACTOR_OF, _REDUCTION, Quantity, _quantity, _with_reciprocal
 from rag.qa.claims.symbols import numeric_text
+from rag.qa.claims.units import glued_unit
 
 _NUMBER = re.compile(
     r"(?<![\w.^_\\])(?<![A-Za-z]-)"  # not part of a name: CIFAR-10, x2, L2, n^2
@@ -27,7 +28,7 @@ def _digit_quantities(text: str) -> list[Quantity]:
     for m in _NUMBER.finditer(text):
         raw, unit = m.group(1), re.sub(r"\s+", " ", (m.group(2) or "").lower()).strip("-")
         after = text[m.end():m.end() + 1]
-        if after.isalpha() and not unit:  # "3D", "2nd", "83ms": part of a word
+        if after.isalpha() and not unit and not glued_unit(text, m.end()):  # "3D", "2nd": part of a word
             continue
         v = float(raw.replace(",", ""))
         decimals = len(raw.split(".")[1]) if "." in raw else 0
@@ -136,9 +137,14 @@ def counts(text: str) -> list[tuple[float, str, str]]:
         first = m.group(2).casefold()
         if 1900 <= value <= 2100 or first in _COUNT_UNITS or re.fullmatch(_TIME_WORDS, first):
             continue  # a duration ("86 minutes" = "1 hour and 26 minutes") is the duration rule's
+        if _LISTED.search(m.string, 0, m.start()):
+            continue  # the last of a list or range ("3, 5 and 7 cones", "3 to 6 layers"): the list counts them
         out.append((value, first, (m.group(3) or "").casefold()))
     return out
 
 
+# A number that ends a list or a range of numbers: what follows it is what each of them counts.
+_LISTED = re.compile(r"(?:\d|\b(?:" + "|".join(_UNITS) + r"))\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+|to\s+|-\s*)$",
+                     re.IGNORECASE)
 _COUNT_UNITS = {"times", "fold", "percent", "per", "orders", "order", "of", "and", "or", "to", "thousand", "million",
                 "billion", "hundred", "k", "m", "b", "x"}

@@ -30,6 +30,7 @@ def fold_symbols(text: str) -> str:
     text = _GLUED_MATH.sub(" ", text)
     s = unicodedata.normalize("NFKC", text.replace("\u2113", "l"))  # ℓ, and ² → 2
     s = re.sub(r"\\ell(?![A-Za-z])", "l", s)
+    s = re.sub(r"(?<![\w\\])[Ee]ll[-_ ]?(?=\d)", "l", s)  # ℓ spelled out: "ell-1", "ell_2"
     s = re.sub(r"\\(?:infty)(?![A-Za-z])|\u221e", "inf", s)
     s = re.sub(r"\\(var)?([A-Za-z]+)", lambda m: m.group(2).lower() if m.group(0)[1:] in _GREEK else "", s)
     s = "".join(_GREEK_NAME.get(c, c) for c in s)

@@ -17,6 +17,8 @@ from rag.qa.claims.quantity import Quantity
 
 # A value stated as a ratio is a multiplier: "a ratio of wall to stream velocity of 2.92" is "2.92 times" (the
 # value's text must follow "ratio" within the clause).
+_FRACTION = re.compile(r"\\[dt]?frac\s*\{\s*(\d+(?:\.\d+)?)\s*\}\s*\{\s*(\d+(?:\.\d+)?)\s*\}"
+                       r"|(?<![\w./])(\d+)\s*/\s*(\d+)(?![\w./])")
 _RATIO = re.compile(r"\bratios?\b[^.;:()]{0,60}\b(?:of|is|was|equals?|=)\s*$")
 
 
@@ -36,6 +38,16 @@ class Values:
     timed: bool = False  # the sources state a duration: a statement's durations must then match one
 
 
+def _fractions(text: str) -> set[float]:
+    """The values of the numeric fractions of ``text`` (``\\frac{1}{20}``, "1/20")."""
+    out = set()
+    for m in _FRACTION.finditer(text):
+        num, den = m.group(1) or m.group(3), m.group(2) or m.group(4)
+        if float(den):
+            out.add(round(float(num) / float(den), 9))
+    return out
+
+
 def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
     """Every value the sources state and the differences and ratios of like values stated together in one
     sentence (those a statement may derive: "from 60% to 70%" → "10 points")."""
@@ -43,6 +55,8 @@ def source_values(texts: Iterable[str]) -> tuple[Values, Values]:
     for s in texts:
         qs = quantities(blank_formulas(s), source=True)
         stated.in_formulas |= {q.value for q in quantities(s, source=True) if not q.unit}
+        # A numeric fraction is also its value: ``\\frac{1}{20}`` and "1/20" are 0.05.
+        stated.in_formulas |= _fractions(s)
         # A formula's numeric exponents too: T^{2/3} is "T to the power two-thirds".
         if "^" in s or "sqrt" in s or "\u221a" in s:
             stated.in_formulas |= {float(t) for _, _, f in formula_spans(s) for t in _exponents(canonical(f))}
