@@ -783,3 +783,16 @@ def test_a_number_ending_a_list_counts_the_list() -> None:
 def test_a_name_given_another_way_is_named(source_text: str, other_form: str, wrong: str) -> None:
     assert "names" not in _families(source_text, other_form), other_form
     assert "names" in _families(source_text, wrong), wrong
+
+
+def test_a_comparison_said_the_other_way_round_is_the_same_comparison() -> None:
+    """"A needs more than B" for "B … with fewer than A", the source's B standing far before its comparison."""
+    src = ("The new sampler is shown to be capable of estimating the posterior mode with far fewer "
+           "evaluations than standard annealing.")
+    assert "direction" not in _families(src, "Standard annealing needs far more evaluations than the new sampler.")
+    assert "direction" in _families(src, "The new sampler needs far more evaluations than standard annealing.")
+    src = "Pretrained filters even from unrelated domains can be better than using random filters."
+    assert "direction" not in _families(src, "Random filters can do worse than pretrained filters from unrelated "
+                                             "domains.")
+    assert "direction" in _families(src, "Pretrained filters even from unrelated domains can be worse than using "
+                                         "random filters.")
