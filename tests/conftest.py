@@ -5,6 +5,7 @@ on 127.0.0.1 for the server-mode tests."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,18 @@ def require_data(*paths: Path) -> None:
     if running_in_ci():
         pytest.fail(f"{msg}; CI=true, so this is a failure, not a skip: provide the datasets to the CI job",
                     pytrace=False)
+    pytest.skip(msg)
+
+
+def require_tool(name: str, install: str) -> str:
+    """The path of the command ``name``; missing, the test is skipped on a developer's machine with how to
+    ``install`` it (``make test`` installs it), and fails in CI, where a skip would hide a test that never ran."""
+    found = shutil.which(name)
+    if found:
+        return found
+    msg = f"the command {name!r} is not installed ({install}; `make test` installs it)"
+    if running_in_ci():
+        pytest.fail(f"{msg}; CI=true, so this is a failure, not a skip", pytrace=False)
     pytest.skip(msg)
 
 
