@@ -113,6 +113,20 @@ def make_runtime(embedder):
         rt.close()
 
 
+def half_sample_home(home: Path, embedder) -> Path:
+    """``home`` holding the second sample file's 20 papers, ingested in-process with the session's model and
+    closed again, for a server process the test starts over it."""
+    from rag.config import get_settings
+    from rag.runtime import Runtime
+
+    rt = Runtime(get_settings(home=home), _embedder=embedder)
+    try:
+        assert rt.ingestor(progress=False).ingest([SAMPLE[1]]).added == 20
+    finally:
+        rt.close()
+    return home
+
+
 STUB_KEY = "sk-test"
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import ROOT, SAMPLE, paperchat_cmd
+from conftest import ROOT, half_sample_home, paperchat_cmd
 from hypothesis import given, settings
 
 from tests.support.fuzz import RANDOM, REPRODUCIBLE
@@ -42,16 +42,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    from rag.config import get_settings
-    from rag.runtime import Runtime
     from ui.api import key_hash
 
-    home = tmp_path_factory.mktemp("fuzz-api") / "home"
-    rt = Runtime(get_settings(home=home), _embedder=embedder)
-    try:
-        assert rt.ingestor(progress=False).ingest([SAMPLE[1]]).added == 20
-    finally:
-        rt.close()
+    home = half_sample_home(tmp_path_factory.mktemp("fuzz-api") / "home", embedder)
     port = free_port()
     env = server_env(home, None) | {"OMP_NUM_THREADS": "1", "PAPERCHAT_API__KEY_HASHES": json.dumps([key_hash(KEY)]),
                                     "PAPERCHAT_API__REQUESTS_PER_MINUTE": "100000"}

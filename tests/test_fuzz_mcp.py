@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import ROOT, SAMPLE, paperchat_cmd
+from conftest import ROOT, half_sample_home, paperchat_cmd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 
 from tests.support.fuzz import RANDOM, REPRODUCIBLE
 from tests.support.openapi_fuzz import ANY_JSON, from_schema
+from tests.support.servers import server_env
 
 DEFAULT_EXAMPLES, LONG_EXAMPLES = 120, 600
 Job = tuple[str, dict[str, Any], "concurrent.futures.Future[str]"]
@@ -87,18 +87,9 @@ class Session:
 
 @pytest.fixture(scope="module")
 def session(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Session, list[Any]]]:
-    from rag.config import get_settings
-    from rag.runtime import Runtime
-
-    home = tmp_path_factory.mktemp("fuzz-mcp") / "home"
-    rt = Runtime(get_settings(home=home), _embedder=embedder)
-    try:
-        assert rt.ingestor(progress=False).ingest([SAMPLE[1]]).added == 20
-    finally:
-        rt.close()
+    home = half_sample_home(tmp_path_factory.mktemp("fuzz-mcp") / "home", embedder)
     cmd = paperchat_cmd("mcp")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCHAT_")}
-    env |= {"PAPERCHAT_HOME": str(home), "OMP_NUM_THREADS": "1", "ANONYMIZED_TELEMETRY": "False"}
+    env = server_env(home, 100_000) | {"OMP_NUM_THREADS": "1"}  # the question rate limit is not under test here
     s = Session(StdioServerParameters(command=cmd[0], args=cmd[1:], cwd=str(ROOT), env=env))
     try:
         tools = s.start()
