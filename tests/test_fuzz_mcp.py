@@ -89,7 +89,7 @@ class Session:
 def session(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Session, list[Any]]]:
     home = half_sample_home(tmp_path_factory.mktemp("fuzz-mcp") / "home", embedder)
     cmd = paperchat_cmd("mcp")
-    env = server_env(home, 100_000) | {"OMP_NUM_THREADS": "1"}  # the question rate limit is not under test here
+    env = server_env(home, 10_000) | {"OMP_NUM_THREADS": "1"}  # the question rate limit is not under test here
     s = Session(StdioServerParameters(command=cmd[0], args=cmd[1:], cwd=str(ROOT), env=env))
     try:
         tools = s.start()
