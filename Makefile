@@ -29,10 +29,11 @@ chat: $(STAMP) ## the same conversation in the terminal
 	$(BIN)/paperchat ingest $(SAMPLE)
 	$(BIN)/paperchat chat
 
-browser: ## install Debian's chromium for the browser tests (needs root)
-	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+browser: ## install Debian's chromium for the browser tests and curl for the `curl -N` test (needs root)
+	@command -v chromium >/dev/null && command -v curl >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq chromium curl >/dev/null; }
 
-test: $(STAMP) browser ## run lint, mypy and the whole test suite (installs Debian's chromium for the browser tests)
+test: $(STAMP) browser ## run lint, mypy and the whole test suite (installs Debian's chromium and curl first)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q

@@ -266,6 +266,8 @@ class LimitSettings(BaseModel):
 
     question_chars: int = Field(2000, ge=10, le=100000, description="longest accepted question")
     upload_mb: float = Field(50.0, gt=0, le=10000, description="largest accepted upload")
+    upload_files: int = Field(10, ge=1, le=1000, description="most files in one upload request to the app (413 "
+                                                            "beyond)")
     abstract_chars: int = Field(100_000, ge=1000, le=10_000_000, description="longer abstracts are cut, with a warning")
     requests_per_minute: int = Field(30, ge=1, le=10000, description="questions per UI session per minute")
     request_tokens: int = Field(16_000, ge=1000, le=1_000_000,

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from rag.config import Settings
 from rag.errors import ConfigError, InputError
@@ -24,6 +25,7 @@ from ui.tabs import collections as collections_tab
 from ui.tabs import library as library_tab
 from ui.tabs.context import AppContext
 from ui.tabs.session import Session
+from ui.upload_limit import UploadCount
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,7 @@ def queue_kwargs(settings: Settings) -> dict[str, Any]:
 
 def launch_kwargs(settings: Settings) -> dict[str, Any]:
     """The safe launch defaults, in one place: no share link, loopback bind unless configured, auth from
-    config, upload size limit, no tracebacks to the browser, nothing of ``$PAPERCHAT_HOME`` served."""
+    config, upload size and count limits, no tracebacks to the browser, nothing of ``$PAPERCHAT_HOME`` served."""
     ui = settings.ui
     auth = None
     if ui.username and ui.password:
@@ -51,6 +53,7 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
         "allowed_paths": [], "blocked_paths": [str(settings.home.resolve())], "ssr_mode": False,
         "mcp_server": False, "pwa": False, "enable_monitoring": False, "strict_cors": True,
         "footer_links": ["settings"], "inbrowser": False,
+        "app_kwargs": {"middleware": [Middleware(UploadCount, max_files=settings.limits.upload_files)]},
     }
 
 
@@ -128,7 +131,7 @@ def mount_with_api(app: gr.Blocks, lib: library.Library, settings: Settings) -> 
                         ssr_mode=False, enable_monitoring=False, pwa=False, mcp_server=False, theme=_theme(),
                         css=CSS, js=PAGE_JS)
     # The body limit covers the API's routes only: uploads to the app have their own (limits.upload_mb).
-    return BodyLimit(api, settings.api.max_body_kb * 1024, prefix="/v1/")
+    return UploadCount(BodyLimit(api, settings.api.max_body_kb * 1024, prefix="/v1/"), settings.limits.upload_files)
 
 
 def serve(settings: Settings, host: str | None = None, port: int | None = None, api: bool = False,
