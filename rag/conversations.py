@@ -63,6 +63,12 @@ class ConversationInfo:
                 "turns": self.turns}
 
 
+def owner_for(username: str | None) -> str:
+    """The owner of a signed-in user's conversations ("user:NAME"), or ``LOCAL_OWNER`` without a login: a user
+    who happens to be called "local" still never sees the conversations kept without a login."""
+    return f"user:{username}" if username else LOCAL_OWNER
+
+
 def title_of(question: str) -> str:
     """A conversation's title from its first question: one line, at most ``TITLE_CHARS`` characters."""
     text = " ".join(question.split())
