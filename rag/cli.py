@@ -307,7 +307,7 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
 
     mode = resolve_mode(settings, args.mode)
     saved, owner = ConversationStore(settings.conversations_path), LOCAL_OWNER
-    restored = _resumed(saved, owner, args.resume) if args.resume is not None else None  # before any model loads
+    restored = saved.pick(owner, args.resume) if args.resume is not None else None  # before any model loads
     rt = Runtime(settings)
     try:
         if rt.store.count_chunks() == 0:  # as `ask` says it (`make chat` ingests the sample first)
@@ -345,16 +345,6 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
     finally:
         rt.close()
     return 0
-
-
-def _resumed(saved: Any, owner: str, wanted: str) -> Any:
-    """The saved conversation ``--resume`` names (the latest for an empty ID), loaded; an InputError when none."""
-    if wanted:
-        return saved.load(owner, wanted)
-    latest = saved.latest(owner)
-    if latest is None:
-        raise InputError("no saved conversation to resume yet: start one with `paperchat chat`")
-    return latest
 
 
 @command("serve")

@@ -156,6 +156,16 @@ class ConversationStore:
         listed = self.list(owner)
         return self.load(owner, listed[0].id) if listed else None
 
+    def pick(self, owner: str, wanted: str = "") -> ConversationInfo:
+        """The conversation ``wanted`` names (an id or its prefix), or the latest for "", loaded; an
+        ``InputError`` when the owner has none."""
+        if wanted:
+            return self.load(owner, wanted)
+        latest = self.latest(owner)
+        if latest is None:
+            raise InputError("no saved conversation yet (`paperchat chat` and the app's chat save them)")
+        return latest
+
     def resolve(self, owner: str, prefix: str) -> str:
         """The full id of the owner's conversation whose id starts with ``prefix``; an ``InputError`` when
         none does or several do (naming them)."""

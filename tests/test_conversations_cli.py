@@ -45,7 +45,7 @@ def listed(cli: Any) -> list[dict[str, Any]]:
 
 def test_chat_saves_resumes_and_the_conversations_commands(cli: Any, paperchat_home: Path, tmp_path: Path) -> None:
     rc, out, err = cli("chat", "--resume")
-    assert rc == 2 and "no saved conversation to resume yet" in err
+    assert rc == 2 and "no saved conversation yet" in err
     rc, out, err = cli("chat", stdin=f"{FIRST}\n\n")
     assert rc == 0, err
     (conv,) = listed(cli)

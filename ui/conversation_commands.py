@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.config import Settings
-from rag.conversations import ConversationInfo, ConversationStore, owner_for
-from rag.errors import InputError
+from rag.conversations import ConversationStore, owner_for
 from rag.references import STYLES
 
 
@@ -39,15 +38,6 @@ def register(sub: Any, commands: dict[str, Any]) -> None:
     commands["conversations"] = cmd_conversations
 
 
-def _one(saved: ConversationStore, owner: str, wanted: str) -> ConversationInfo:
-    if wanted:
-        return saved.load(owner, wanted)
-    latest = saved.latest(owner)
-    if latest is None:
-        raise InputError("no saved conversation yet (`paperchat chat` or the app's chat saves them)")
-    return latest
-
-
 def cmd_conversations(args: argparse.Namespace, settings: Settings) -> int:
     from rag.answer import render_text
     from ui.export import conversation_export
@@ -61,7 +51,7 @@ def cmd_conversations(args: argparse.Namespace, settings: Settings) -> int:
             print(f"{c.short_id}  {c.updated[:16].replace('T', ' ')}  {c.turns:>3} turn(s)  {c.title}")
         print(f"{len(listed)} conversation(s)", file=sys.stderr)
     elif args.action == "show":
-        conv = _one(saved, owner, args.id)
+        conv = saved.pick(owner, args.id)
         if args.json:
             for a in conv.answers:
                 sys.stdout.write(json.dumps(a.to_dict(), ensure_ascii=False) + "\n")
@@ -69,7 +59,7 @@ def cmd_conversations(args: argparse.Namespace, settings: Settings) -> int:
             print(f"# {conv.title}  ({conv.short_id}, {conv.created[:16].replace('T', ' ')} UTC)")
             print("\n\n".join(render_text(a) for a in conv.answers))
     elif args.action == "export":
-        conv = _one(saved, owner, args.id)
+        conv = saved.pick(owner, args.id)
         text, _suffix = conversation_export(conv.answers, args.format)
         if args.out:
             args.out.write_text(text, encoding="utf-8")
