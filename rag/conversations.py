@@ -222,8 +222,9 @@ class ConversationStore:
                             (cid, owner, title_of(answer.question), now, now))
             elif not row[0]:
                 con.execute("UPDATE conversations SET title = ? WHERE id = ?", (title_of(answer.question), cid))
-            n = con.execute("SELECT COUNT(*) FROM turns WHERE conversation = ?", (cid,)).fetchone()[0]
-            con.execute("INSERT INTO turns VALUES (?, ?, ?, ?, ?)", (cid, n, answer.question, data, now))
+            # the turn's number in the same statement: two tabs answering at once never take the same one
+            con.execute("INSERT INTO turns SELECT ?, COALESCE(MAX(n) + 1, 0), ?, ?, ? FROM turns WHERE "
+                        "conversation = ?", (cid, answer.question, data, now, cid))
             con.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, cid))
         return cid
 

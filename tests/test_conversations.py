@@ -152,3 +152,14 @@ def test_a_killed_writer_loses_only_the_turn_being_written(tmp_path: Path) -> No
     cid = done.stdout.strip()
     loaded = ConversationStore(path).load(LOCAL_OWNER, cid)
     assert [a.question for a in loaded.answers] == ["Saved turn"]
+
+
+def test_turns_saved_at_once_from_several_threads_all_kept(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = ConversationStore(tmp_path / "c.sqlite")
+    cid = store.append_turn(LOCAL_OWNER, None, answer("Q0"))
+    with ThreadPoolExecutor(8) as pool:  # two browser tabs of one conversation, many times over
+        list(pool.map(lambda i: store.append_turn(LOCAL_OWNER, cid, answer(f"Q{i}")), range(1, 41)))
+    loaded = store.load(LOCAL_OWNER, cid)
+    assert sorted(a.question for a in loaded.answers) == sorted(f"Q{i}" for i in range(41))
