@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, TypedDict
 
 from rag.display import author_list
@@ -55,6 +55,11 @@ class Citation:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Citation:
+        """The inverse of ``to_dict`` (keys it does not know are ignored)."""
+        return cls(**{k: data[k] for k in _field_names(cls) if k in data})
+
 
 @dataclass
 class StatementCheck:
@@ -71,6 +76,11 @@ class StatementCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StatementCheck:
+        """The inverse of ``to_dict`` (keys it does not know are ignored)."""
+        return cls(**{k: data[k] for k in _field_names(cls) if k in data})
 
 
 @dataclass
@@ -143,6 +153,27 @@ class Answer:
             "statements": [s.to_dict() for s in self.statements],
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Answer:
+        """An Answer from its ``to_dict()`` (a saved turn): ``from_dict(a.to_dict()).to_dict() == a.to_dict()``.
+        A missing required field or a wrong shape is a ``ValueError`` naming it."""
+        try:
+            return cls(
+                question=str(data["question"]), standalone_question=str(data.get("standalone_question",
+                                                                                  data["question"])),
+                answer=str(data["answer"]), answerable=bool(data["answerable"]), mode=str(data["mode"]),
+                filters=dict(data.get("filters") or {}),
+                citations=[Citation.from_dict(c) for c in data.get("citations") or []],
+                retrieved=[dict(r) for r in data.get("retrieved") or []],
+                timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
+                warnings=[str(w) for w in data.get("warnings") or []], complete=bool(data.get("complete", True)),
+                closest=[dict(c) for c in data.get("closest") or []],
+                statements=[StatementCheck.from_dict(s) for s in data.get("statements") or []])
+        except KeyError as e:
+            raise ValueError(f"an answer without its {e.args[0]!r} field") from None
+        except (TypeError, AttributeError) as e:
+            raise ValueError(f"an answer of the wrong shape: {e}") from None
+
     @property
     def cited_ids(self) -> list[str]:
         """Paper ids in citation order."""
@@ -155,6 +186,10 @@ class Answer:
         if self.statements:
             return {n for s in self.statements if s.verdict == "contradicted" for n in s.cited}
         return {c.n for c in self.citations if not c.supported}
+
+
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]
 
 
 def closest_line(answer: Answer) -> str:

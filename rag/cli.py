@@ -297,14 +297,18 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("chat")
 def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str], str] = input) -> int:
-    """A read–answer loop over one conversation: blank line or Ctrl-D quits, /new starts over."""
+    """A read–answer loop over one conversation, each turn saved (rag.conversations): blank line or Ctrl-D quits,
+    /new starts over, ``--resume [ID]`` goes on with a saved conversation (the latest without an ID)."""
     from rag.answer import render_text
+    from rag.conversations import LOCAL_OWNER, ConversationStore
     from rag.errors import EmptyLibrary
     from rag.index.paper_query import PaperQuery
     from rag.qa.chain import AnswerChain, Conversation, resolve_mode
     from rag.runtime import Runtime
 
     mode = resolve_mode(settings, args.mode)
+    saved, owner = ConversationStore(settings.conversations_path), LOCAL_OWNER
+    restored = saved.pick(owner, args.resume) if args.resume is not None else None  # before any model loads
     rt = Runtime(settings)
     try:
         if rt.store.count_chunks() == 0:  # as `ask` says it (`make chat` ingests the sample first)
@@ -315,6 +319,12 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
         if scope:
             rt.collections().members(scope.collection or "")  # an unknown name fails before the first question
         conv = Conversation(AnswerChain(rt), k=args.k, filters=scope, mode=mode)
+        cid = None
+        if restored is not None:
+            cid, conv.turns = restored.id, list(restored.answers)
+            print(f"(resumed {restored.short_id} \u201c{restored.title}\u201d, {len(conv.turns)} turn(s))")
+            if conv.turns:
+                print(render_text(conv.turns[-1]), flush=True)
         while True:
             try:
                 question = read("\n> ").strip()
@@ -324,10 +334,13 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
                 break
             if question == "/new":
                 conv.reset()
+                cid = None
                 print("(new conversation)")
                 continue
             try:
-                print(render_text(conv.ask(question), show_question=False), flush=True)
+                answer = conv.ask(question)
+                print(render_text(answer, show_question=False), flush=True)
+                cid = saved.append_turn(owner, cid, answer)
             except PaperchatError as e:  # one bad question must not end the session
                 print(f"error: {e}")
     finally:
@@ -439,6 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--k", type=int, help="papers retrieved per answer (default: retrieval.k)")
     chat.add_argument("--collection", metavar="NAME", help="ask within this collection")
     chat.add_argument("--mode", choices=["extractive", "llm"], help="answer mode (default: llm when configured)")
+    chat.add_argument("--resume", nargs="?", const="", metavar="ID", help="go on with a saved conversation (an id "
+                      "or its first digits, from `paperchat conversations list`; the latest without one)")
 
     col = sub.add_parser("collection", help="named sets of papers to ask within: list, add, remove, rename, delete")
     col_sub = col.add_subparsers(dest="action", required=True)
@@ -481,8 +496,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--port", type=int, help="HTTP port (default: mcp.port, 8765)")
 
     from evals.cli import register
+    from ui.conversation_commands import register as register_conversations
 
     register(sub, COMMANDS)
+    register_conversations(sub, COMMANDS)
     return p
 
 

@@ -333,6 +333,9 @@ class Settings(BaseSettings):
 
     home: Path = Field(Path("~/.paperchat"), description="where stores, caches and feedback live")
     log_level: str = Field("WARNING", description="logging level for the CLI")
+    conversations_file: Path | None = Field(None, description="the saved conversations (SQLite; default: "
+                                            "$PAPERCHAT_HOME/conversations.sqlite): every answered turn of the "
+                                            "chat, per signed-in user")
     store: StoreSettings = Field(default_factory=StoreSettings)
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     chunking: ChunkSettings = Field(default_factory=ChunkSettings)
@@ -365,6 +368,10 @@ class Settings(BaseSettings):
     @cached_property
     def store_path(self) -> Path:
         return (self.store.path or self.home / "chroma").expanduser()
+
+    @property
+    def conversations_path(self) -> Path:
+        return (self.conversations_file or self.home / "conversations.sqlite").expanduser()
 
     @property
     def cache_dir(self) -> Path:

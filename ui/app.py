@@ -22,6 +22,7 @@ from ui.assets import CSS, PAGE_JS
 from ui.services import is_loopback
 from ui.tabs import chat as chat_tab
 from ui.tabs import collections as collections_tab
+from ui.tabs import conversations as conversations_tab
 from ui.tabs import library as library_tab
 from ui.tabs.context import AppContext
 from ui.tabs.session import Session
@@ -79,6 +80,8 @@ def build_app(runtime: Runtime, settings: Settings | None = None, chain: AnswerC
         session = gr.State(Session())
         head = gr.Markdown(ctx.header(), elem_id="pc-header")
         scope_ids = gr.State([])  # the papers "Ask about these papers" scoped the chat to
+        with gr.Sidebar(label="Conversations", open=False, elem_id="pc-sidebar", width=300):
+            bar = conversations_tab.build()
         with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
                 chat = chat_tab.build(ctx, cats, render.collection_choices(counts), examples)
@@ -86,12 +89,13 @@ def build_app(runtime: Runtime, settings: Settings | None = None, chain: AnswerC
                 lib = library_tab.build(ctx, cats, counts)
 
         # Gradio numbers events in the order they are registered: this order is the app's.
-        chat_tab.wire(chat, chat_tab.ChatHandlers(ctx), session, scope_ids)
+        asked = chat_tab.wire(chat, chat_tab.ChatHandlers(ctx), session, scope_ids)
         lib_handlers = library_tab.LibraryHandlers(ctx)
         library_tab.wire_search(lib, lib_handlers)
         collections_tab.wire(app, lib, chat, tabs, scope_ids,
                              collections_tab.CollectionHandlers(ctx, lib_handlers.search))
         library_tab.wire_ingest(lib, lib_handlers, chat, head)
+        conversations_tab.wire(app, bar, chat, conversations_tab.ConversationHandlers(ctx), session, scope_ids, asked)
     return app
 
 
