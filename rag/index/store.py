@@ -426,11 +426,48 @@ class ChromaStore:
         for i in range(0, len(ids), 500):
             res = self.collection.get(where=rows.ids_in(ids[i:i + 500]), include=["metadatas"])
             for cid, md in zip(res["ids"], res["metadatas"]):
+                if rows.is_passage(md):  # full-text passages are versioned apart (``passage_states``)
+                    continue
                 st = rows.chunk_state(md)
                 slot = found[st.paper_id].setdefault(st.content_hash, [0, st.n_chunks, []])
                 slot[0] += 1
                 slot[2].append(cid)
         return {p: {h: (v[0], v[1], v[2]) for h, v in hs.items()} for p, hs in found.items()}
+
+    @_guarded
+    def passage_states(self, paper_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int, list[str]]]]:
+        """paper_id → full-text hash → (passages present, passages expected, their ids), as ``chunk_states``."""
+        found: dict[str, dict[str, list[Any]]] = defaultdict(dict)
+        ids = list(paper_ids)
+        for i in range(0, len(ids), 500):
+            res = self.collection.get(where=rows.all_of(rows.ids_in(ids[i:i + 500]), rows.PASSAGES),
+                                      include=["metadatas"])
+            for cid, md in zip(res["ids"], res["metadatas"]):
+                st = rows.passage_state(md)
+                slot = found[st.paper_id].setdefault(st.text_hash, [0, st.n_passages, []])
+                slot[0] += 1
+                slot[2].append(cid)
+        return {p: {h: (v[0], v[1], v[2]) for h, v in hs.items()} for p, hs in found.items()}
+
+    @_guarded
+    def passage_rows(self, where: dict[str, Any] | None = None) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """(id, text, metadata) of every passage row (of the papers ``where`` selects), in pages."""
+        offset = 0
+        flt = rows.all_of(rows.PASSAGES, where)
+        while True:
+            res = self.collection.get(where=flt, include=["metadatas", "documents"], limit=_GET_PAGE, offset=offset)
+            yield from zip(res["ids"], res["documents"], res["metadatas"], strict=True)
+            if len(res["ids"]) < _GET_PAGE:
+                return
+            offset += _GET_PAGE
+
+    @_guarded
+    def rows_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Chunk id → (text, metadata), for the chunks given (missing ones are left out)."""
+        if not chunk_ids:
+            return {}
+        res = self.collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["documents", "metadatas"])
+        return {cid: (doc, md) for cid, doc, md in zip(res["ids"], res["documents"], res["metadatas"], strict=True)}
 
     @_guarded
     def find_by_keys(self, field: str, values: Sequence[str]) -> dict[str, str]:
