@@ -159,14 +159,16 @@ def _guard(ctx: contextvars.Context, items: Iterator[Item], path: Path) -> Itera
 
 
 def load(path: str | os.PathLike[str], *, fmt: str | None = None, mapping: dict[str, str] | None = None,
-         strict: bool = False, abstract_chars: int | None = None, max_pdf_pages: int | None = None) -> LoadResult:
+         strict: bool = False, abstract_chars: int | None = None, max_pdf_pages: int | None = None,
+         passage_tokens: int = 0) -> LoadResult:
     """Load every paper of ``path``. Skipped records are collected in ``problems``; with ``strict=True`` the
     first one raises ``InputError`` naming ``file:line`` and the reason. ``abstract_chars`` and
-    ``max_pdf_pages`` as in ``iter_records``."""
+    ``max_pdf_pages`` and ``passage_tokens`` as in ``iter_records``."""
     p = path_of(path)
     fmt = fmt or detect_format(p)
     result = LoadResult(format=fmt)
-    for item in iter_records(p, fmt=fmt, mapping=mapping, abstract_chars=abstract_chars, max_pdf_pages=max_pdf_pages):
+    for item in iter_records(p, fmt=fmt, mapping=mapping, abstract_chars=abstract_chars, max_pdf_pages=max_pdf_pages,
+                             passage_tokens=passage_tokens):
         if isinstance(item, RecordProblem):
             if strict:
                 raise InputError(item.reason, where=f"{item.file}:{item.line}")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rag.config import IngestSettings
 from rag.errors import InputError
-from rag.ingest.fulltext import Passage, PdfText, Refused, clean, describe, passages
+from rag.ingest.fulltext import Passage, PdfText, Refused, TooManyPages, clean, describe, passages
 from rag.ingest.loaders.base import Item, note
 from rag.ingest.loaders.common import make_paper, problem, read_head
 from rag.records import Paper, assign_id
@@ -73,7 +73,16 @@ def body_passages(found: list[Passage]) -> tuple[Passage, ...]:
 def pdf_record(path: Path) -> Item:
     """One PDF → a ``Paper`` (or a ``RecordProblem`` when its text has no usable abstract); raises
     ``Refused`` when the text cannot be had."""
-    raw = PdfText(path, MAX_PDF_PAGES.get()).read()
+    source = PdfText(path, MAX_PDF_PAGES.get())
+    too_long: TooManyPages | None = None
+    try:
+        raw = source.read()
+    except TooManyPages as e:  # a book or a proceedings volume: the paper from its first pages, no full text
+        too_long = e
+        try:
+            raw = source.read_head()
+        except Refused:
+            raise e from None  # the page limit is the reason to give
     doc = clean(raw)
     desc = describe(raw, doc)
     try:
@@ -82,13 +91,17 @@ def pdf_record(path: Path) -> Item:
         raise Refused(f"cannot read the file: {e.strerror or e}", where=str(path)) from None
     paper = make_paper(path, 1, abstract=desc.abstract, title=desc.title, authors=desc.authors, year=desc.year,
                        doi=desc.doi, arxiv_id=desc.arxiv_id, kind="pdf", own_id=own)
+    if too_long is not None and not isinstance(paper, Paper):
+        raise too_long  # its first pages give no paper either: the page limit is the reason to give
     if isinstance(paper, Paper):
         # Always the file's own id, never the arXiv id or DOI: a record of the same paper stored from a richer
         # source (an arXiv dump, Zotero) under that id is then a duplicate the store links to and skips, instead
         # of being overwritten by what the PDF's first page gave (categories and venue lost).
         paper.id = assign_id("pdf", own, doi=None, arxiv_id=None, abstract=paper.abstract)
         note(path, 1, f"abstract taken from the PDF text ({desc.abstract_source})")
-        if budget := PASSAGE_TOKENS.get():
+        if too_long is not None:
+            note(path, 1, f"{too_long.reason}: stored from its first pages (title, abstract), without its full text")
+        elif budget := PASSAGE_TOKENS.get():
             paper.passages = body_passages(passages(doc, budget))
     return paper
 
