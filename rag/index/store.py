@@ -24,7 +24,7 @@ import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -50,6 +50,16 @@ class ChunkRow:
     text: str
     embedding: np.ndarray
     metadata: dict[str, Any]
+
+
+def _versions(items: Iterable[tuple[str, tuple[str, str, int]]]) -> dict[str, dict[str, tuple[int, int, list[str]]]]:
+    """(row id, (paper id, version hash, rows expected)) → paper id → version → (present, expected, row ids)."""
+    found: dict[str, dict[str, list[Any]]] = defaultdict(dict)
+    for cid, (pid, version, expected) in items:
+        slot = found[pid].setdefault(version, [0, expected, []])
+        slot[0] += 1
+        slot[2].append(cid)
+    return {p: {h: (v[0], v[1], v[2]) for h, v in hs.items()} for p, hs in found.items()}
 
 
 class _EmptyCollection:
@@ -421,33 +431,25 @@ class ChromaStore:
     @_guarded
     def chunk_states(self, paper_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int, list[str]]]]:
         """paper_id → content_hash → (chunks present, chunks expected, chunk ids)."""
-        found: dict[str, dict[str, list[Any]]] = defaultdict(dict)
-        ids = list(paper_ids)
-        for i in range(0, len(ids), 500):
-            res = self.collection.get(where=rows.ids_in(ids[i:i + 500]), include=["metadatas"])
-            for cid, md in zip(res["ids"], res["metadatas"]):
-                if rows.is_passage(md):  # full-text passages are versioned apart (``passage_states``)
-                    continue
-                st = rows.chunk_state(md)
-                slot = found[st.paper_id].setdefault(st.content_hash, [0, st.n_chunks, []])
-                slot[0] += 1
-                slot[2].append(cid)
-        return {p: {h: (v[0], v[1], v[2]) for h, v in hs.items()} for p, hs in found.items()}
+        return _versions((cid, (st.paper_id, st.content_hash, st.n_chunks))
+                         for cid, md in self._metadata_of(paper_ids)
+                         if not rows.is_passage(md)  # full-text passages are versioned apart (``passage_states``)
+                         for st in (rows.chunk_state(md),))
 
     @_guarded
     def passage_states(self, paper_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int, list[str]]]]:
         """paper_id → full-text hash → (passages present, passages expected, their ids), as ``chunk_states``."""
-        found: dict[str, dict[str, list[Any]]] = defaultdict(dict)
+        return _versions((cid, (st.paper_id, st.text_hash, st.n_passages))
+                         for cid, md in self._metadata_of(paper_ids, rows.PASSAGES)
+                         for st in (rows.passage_state(md),))
+
+    def _metadata_of(self, paper_ids: Sequence[str], where: dict[str, Any] | None = None
+                     ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(row id, metadata) of every row of these papers (that ``where`` also selects)."""
         ids = list(paper_ids)
         for i in range(0, len(ids), 500):
-            res = self.collection.get(where=rows.all_of(rows.ids_in(ids[i:i + 500]), rows.PASSAGES),
-                                      include=["metadatas"])
-            for cid, md in zip(res["ids"], res["metadatas"]):
-                st = rows.passage_state(md)
-                slot = found[st.paper_id].setdefault(st.text_hash, [0, st.n_passages, []])
-                slot[0] += 1
-                slot[2].append(cid)
-        return {p: {h: (v[0], v[1], v[2]) for h, v in hs.items()} for p, hs in found.items()}
+            res = self.collection.get(where=rows.all_of(rows.ids_in(ids[i:i + 500]), where), include=["metadatas"])
+            yield from zip(res["ids"], res["metadatas"], strict=True)
 
     @_guarded
     def passage_rows(self, where: dict[str, Any] | None = None) -> Iterator[tuple[str, str, dict[str, Any]]]:
