@@ -51,6 +51,13 @@ class Citation:
     evidence: str  # the abstract sentence(s) that best support the cited statements
     supported: bool  # no statement citing it is contradicted by the abstract (statements[].verdict says more)
     url: str | None = None
+    # full text (``ingest.full_text``): whether the paper has its body stored, and when the answer quotes one of
+    # its passages instead of its abstract, that passage with its pages and section (``rag.qa.passages``)
+    coverage: str = "abstract only"  # or "full text"
+    page: int | None = None  # first page of the passage quoted (1-based, the PDF's own page order)
+    page_end: int | None = None
+    section: str | None = None
+    passage: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,7 +107,10 @@ class Answer:
                                    paper_ids, collection (``AppliedFilters``)
         citations            list  in [n] order: n, paper_id, title (title or display label), authors,
                                    categories, year, abstract, summary (1-2 sentences on the question),
-                                   evidence (supporting abstract sentence(s)), supported (bool), url
+                                   evidence (supporting abstract sentence(s)), supported (bool), url,
+                                   coverage ("abstract only" | "full text"), and where the evidence is a
+                                   full-text passage: page, page_end, section, passage (the text then
+                                   cites "[n, p. 5]"; page and section are null otherwise)
         retrieved            list  {paper_id, score}, best first (score: fused retrieval score)
         timings              dict  milliseconds per stage (condense_ms, retrieve_ms, retrieve_*_ms,
                                    generate_ms, verify_ms) and total_ms

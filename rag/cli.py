@@ -64,6 +64,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     paths = [*args.paths, *(_sample() if args.sample else [])]
     if not paths:
         raise InputError("nothing to ingest: name files (or a BEIR folder), or --sample for the bundled sample corpus")
+    if args.full_text:
+        settings.ingest.full_text = True
     rt = Runtime(settings)
     try:
         if args.rebuild:
@@ -406,6 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                      help="map a paper field to a CSV/JSON column, e.g. --map abstract=Summary (repeatable)")
     ing.add_argument("--strict", action="store_true", help="any bad record aborts its file with nothing stored")
+    ing.add_argument("--full-text", action="store_true",
+                     help="also store each PDF's body as passages cited to the page (ingest.full_text; "
+                          "~40 more vectors per paper); without it, stored passages are kept")
     ing.add_argument("--rebuild", action="store_true", help="drop the collection first (e.g. after changing model)")
     ing.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     ing.add_argument("--collection", metavar="NAME", help="also put every paper of these files in this collection")

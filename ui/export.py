@@ -58,8 +58,8 @@ def _renumber(answer: Answer, numbers: dict[str, int]) -> str:
     local = {c.n: numbers[c.paper_id] for c in answer.citations}
 
     def sub(m: re.Match[str]) -> str:
-        ns = [int(x) for x in re.split(r"\s*[,;]\s*", m.group(1))]
-        return "".join(f"[{local[n]}]" if n in local else f"[{n}]" for n in ns)
+        ns = [(int(x), page) for x, page in re.findall(r"(\d+)(,\s*pp?\.\s*\d+(?:\u2013\d+)?)?", m.group(1))]
+        return "".join(f"[{local.get(n, n)}{page}]" for n, page in ns)  # a passage's page kept: "[2, p. 5]"
 
     out: list[str] = []
     pos = 0
