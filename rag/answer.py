@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 from rag.display import author_list
 from rag.qa.findings import Verdict
@@ -168,16 +168,21 @@ class Answer:
         """An Answer from its ``to_dict()`` (a saved turn): ``from_dict(a.to_dict()).to_dict() == a.to_dict()``.
         A missing required field or a wrong shape is a ``ValueError`` naming it."""
         try:
+            mode = data["mode"]
+            if mode not in ("extractive", "llm"):
+                raise ValueError(f"an answer whose mode is {mode!r}, not 'extractive' or 'llm'")
             return cls(
                 question=str(data["question"]), standalone_question=str(data.get("standalone_question",
                                                                                   data["question"])),
-                answer=str(data["answer"]), answerable=bool(data["answerable"]), mode=str(data["mode"]),
-                filters=dict(data.get("filters") or {}),
+                answer=str(data["answer"]), answerable=bool(data["answerable"]), mode=mode,
+                filters=cast(AppliedFilters, dict(data.get("filters") or {})),
                 citations=[Citation.from_dict(c) for c in data.get("citations") or []],
-                retrieved=[dict(r) for r in data.get("retrieved") or []],
+                retrieved=[Retrieved(paper_id=str(r["paper_id"]), score=float(r["score"]))
+                           for r in data.get("retrieved") or []],
                 timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
                 warnings=[str(w) for w in data.get("warnings") or []], complete=bool(data.get("complete", True)),
-                closest=[dict(c) for c in data.get("closest") or []],
+                closest=[Closest(paper_id=str(c["paper_id"]), title=str(c.get("title") or ""))
+                          for c in data.get("closest") or []],
                 statements=[StatementCheck.from_dict(s) for s in data.get("statements") or []])
         except KeyError as e:
             raise ValueError(f"an answer without its {e.args[0]!r} field") from None
