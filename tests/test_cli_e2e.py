@@ -21,8 +21,8 @@ from rag.ingest.loaders import load
 from tests.support.processes import wait_for_port
 from tests.support.servers import free_port, server_env
 
-KEY_A, KEY_B = "pc-e2e-key-a", "pc-e2e-key-b"
 RATE = 3
+KEYS: list[str] = []  # made by `paperchat api-key` for the API process below
 
 
 def _run(home: Path, *args: str, timeout: float = 600, **extra_env: str) -> subprocess.CompletedProcess[str]:
@@ -128,14 +128,18 @@ def test_export_feedback_turns_votes_into_an_eval_set(tmp_path: Path, make_runti
 # ---- paperchat api, one process on an empty library -------------------------------------------------------------
 @pytest.fixture(scope="module")
 def api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``paperchat api`` on 127.0.0.1 over an empty home, two keys, RATE counted requests a minute per key."""
-    from ui.api import key_hash
-
+    """``paperchat api`` on 127.0.0.1 over an empty home, with two keys made by ``paperchat api-key`` (the server
+    gets their hashes only), RATE counted requests a minute per key."""
     home = tmp_path_factory.mktemp("api-e2e") / "home"
-    home.mkdir()
+    hashes = []
+    for _ in range(2):
+        made = _clean(_run(home, "api-key"))
+        fields = {k: v.strip() for k, _, v in (line.partition(":") for line in made.stdout.splitlines()[:2])}
+        assert made.returncode == 0 and fields["key"].startswith("pc-") and len(fields["hash"]) == 64, made.stdout
+        KEYS.append(fields["key"])
+        hashes.append(fields["hash"])
     port = free_port()
-    env = server_env(home, None) | {"OMP_NUM_THREADS": "1",
-                                    "PAPERCHAT_API__KEY_HASHES": json.dumps([key_hash(KEY_A), key_hash(KEY_B)]),
+    env = server_env(home, None) | {"OMP_NUM_THREADS": "1", "PAPERCHAT_API__KEY_HASHES": json.dumps(hashes),
                                     "PAPERCHAT_API__REQUESTS_PER_MINUTE": str(RATE)}
     log = (home / "api.log").open("w")
     proc = subprocess.Popen(paperchat_cmd("api", "--port", str(port)), cwd=ROOT, env=env, stdout=log,
@@ -160,7 +164,7 @@ def _http(url: str, key: str | None) -> httpx.Client:
 
 
 def test_api_process_wants_a_key(api_url: str) -> None:
-    with _http(api_url, None) as anon, _http(api_url, "pc-wrong") as wrong, _http(api_url, KEY_A) as ok:
+    with _http(api_url, None) as anon, _http(api_url, "pc-wrong") as wrong, _http(api_url, KEYS[0]) as ok:
         assert anon.get("/healthz").status_code == 200  # the health check stays open
         for r in (anon.get("/v1/models"), anon.get("/v1/stats"), wrong.get("/v1/models"),
                   anon.post("/v1/ask", json={"question": "What is EPPO?"})):
@@ -172,7 +176,7 @@ def test_api_process_wants_a_key(api_url: str) -> None:
 
 
 def test_api_process_answers_409_on_an_empty_library_and_429_past_a_keys_rate(api_url: str) -> None:
-    with _http(api_url, KEY_A) as a, _http(api_url, KEY_B) as b:
+    with _http(api_url, KEYS[0]) as a, _http(api_url, KEYS[1]) as b:
         found = a.post("/v1/search", json={"query": "EPPO"})  # a search of nothing finds nothing
         assert found.status_code == 200 and found.json()["results"] == []
         questions = [a.post("/v1/ask", json={"question": "What is EPPO?"}),
