@@ -117,6 +117,8 @@ class Answer:
         warnings             list  str: removed citations, contradicted statements and ones not in the cited
                                    abstract, a judge that was unavailable, ignored filters, why an
                                    answer is incomplete…
+        removed_citations    int   how many [n] markers named no retrieved paper and were removed (each also
+                                   has a warning)
         closest              list  {paper_id, title}, best first: for the cannot-answer reply, the stored papers
                                    that came closest (not cited, so the user can rephrase); empty otherwise
         statements           list  {text, cited, verdict, rule, said, source_says, supported, why}: each cited
@@ -141,6 +143,7 @@ class Answer:
     retrieved: list[Retrieved] = field(default_factory=list)  # best first
     timings: dict[str, float] = field(default_factory=dict)  # ms per stage and total_ms
     warnings: list[str] = field(default_factory=list)
+    removed_citations: int = 0  # markers that named no retrieved paper, dropped by the verifier
     complete: bool = True  # false: the LLM stream broke off and ``answer`` is the verified part received
     closest: list[Closest] = field(default_factory=list)  # refusals: the papers that came closest, not cited
     statements: list[StatementCheck] = field(default_factory=list)  # cited statements as the verifier judged them
@@ -159,6 +162,7 @@ class Answer:
             "retrieved": [{"paper_id": r["paper_id"], "score": round(float(r["score"]), 6)} for r in self.retrieved],
             "timings": {k: round(float(v), 2) for k, v in self.timings.items()},
             "warnings": list(self.warnings),
+            "removed_citations": self.removed_citations,
             "closest": [{"paper_id": c["paper_id"], "title": c["title"]} for c in self.closest],
             "statements": [s.to_dict() for s in self.statements],
         }
@@ -180,7 +184,8 @@ class Answer:
                 retrieved=[Retrieved(paper_id=str(r["paper_id"]), score=float(r["score"]))
                            for r in data.get("retrieved") or []],
                 timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
-                warnings=[str(w) for w in data.get("warnings") or []], complete=bool(data.get("complete", True)),
+                warnings=[str(w) for w in data.get("warnings") or []],
+                removed_citations=int(data.get("removed_citations", 0)), complete=bool(data.get("complete", True)),
                 closest=[Closest(paper_id=str(c["paper_id"]), title=str(c.get("title") or ""))
                           for c in data.get("closest") or []],
                 statements=[StatementCheck.from_dict(s) for s in data.get("statements") or []])

@@ -336,6 +336,7 @@ class AnswerChain:
             citations=checked.citations, statements=checked.statements,
             retrieved=[{"paper_id": h.paper_id, "score": float(h.score)} for h in state.hits],
             timings=state.timings, warnings=list(dict.fromkeys(state.warnings)), complete=gen.incomplete is None,
+            removed_citations=checked.removed_citations,
             closest=[] if checked.answerable else [{"paper_id": h.paper_id, "title": h.paper.heading} for h in
                                                    (gen.closest if gen.closest is not None else state.hits[:3])])
         return state
