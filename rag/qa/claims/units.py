@@ -11,8 +11,9 @@ from rag.qa.claims.lexicon import WordClass
 ANGLES_AND_TEMPERATURES = WordClass("angle and temperature units, as OCR and old abstracts glue them", frozenset({
     "degree", "degrees", "deg", "degreek", "degreesk", "degreef", "degreesf", "degreec", "degreesc", "degk", "degf",
     "degc", "k", "f", "c", "rad", "rads", "radians"}))
+# not "m": "5m" is as often five million as five metres
 LENGTHS_AND_MASSES = WordClass("length, area and mass units", frozenset({
-    "nm", "um", "µm", "mm", "cm", "m", "km", "ft", "in", "mi", "kg", "g", "mg", "lb", "lbs"}))
+    "nm", "um", "µm", "mm", "cm", "km", "ft", "in", "mi", "kg", "g", "mg", "lb", "lbs"}))
 FORCES_AND_RATES = WordClass("pressure, energy, power, frequency and rate units", frozenset({
     "pa", "kpa", "mpa", "psi", "psia", "atm", "bar", "j", "kj", "ev", "kev", "mev", "w", "kw", "mw", "v", "kv",
     "hz", "khz", "mhz", "ghz", "rpm", "fps"}))
