@@ -86,3 +86,28 @@ def test_a_folder_of_pdfs_with_full_text(make_runtime, tmp_path: Path) -> None:
     assert report.added == 1 and report.skipped == 1 and report.full_text == 1
     assert any("broken.pdf:1: the file is damaged or not a PDF" in p for p in report.problems), report.problems
     assert "full text stored for 1 papers" in report.summary()
+
+
+def test_paperchat_ingest_full_text_flag(tmp_path: Path, srv) -> None:
+    """`paperchat ingest --full-text` in a subprocess, embedded by the OpenAI-compatible stub (tests/fakes)."""
+    import json
+    import os
+    import subprocess
+
+    from conftest import ROOT, STUB_KEY, paperchat_cmd
+
+    pdf = write_gfs(tmp_path / "gfs.pdf")
+    env = {**os.environ, "PAPERCHAT_EMBEDDINGS__PROVIDER": "openai", "PAPERCHAT_EMBEDDINGS__MODEL": "stub-model",
+           "PAPERCHAT_EMBEDDINGS__BASE_URL": f"{srv.url}/v1", "PAPERCHAT_EMBEDDINGS__API_KEY": STUB_KEY}
+
+    def ingest(*flags: str) -> dict:
+        out = subprocess.run(paperchat_cmd("ingest", "--json", *flags, str(pdf)), capture_output=True, text=True,
+                             cwd=ROOT, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    assert ingest()["full_text"] == 0
+    with_text = ingest("--full-text")
+    assert with_text["full_text"] == 1 and with_text["embedded_passages"] >= 3 and with_text["embedded_chunks"] == 0
+    env["PAPERCHAT_INGEST__FULL_TEXT"] = "true"  # the setting, as the flag
+    assert ingest()["unchanged"] == 1 and ingest()["embedded_passages"] == 0
