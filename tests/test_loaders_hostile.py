@@ -36,7 +36,7 @@ def one_line_error(excinfo: pytest.ExceptionInfo[InputError], *needles: str) -> 
     ("blob.csv", b"Title,Abstract\n\x00\x01\x02\x03", "binary"),
     ("model.bin", bytes(range(256)) * 4, "binary"),
     ("utf16.csv", "Title,Abstract\nA,B\n".encode("utf-16"), "UTF-16"),
-    ("snapshot.json.gz", gzip.compress(b'{"id": "1"}\n'), "gzip"),
+    ("snapshot.json.gz", gzip.compress(b'{"id": "1"}\n', mtime=0), "gzip"),
     ("paper.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "PDF"),
 ])
 def test_unusable_files(tmp_path: Path, name: str, content: bytes, needle: str) -> None:
