@@ -24,8 +24,8 @@ def full_answer() -> Answer:
     check = StatementCheck(text="It works.", cited=[1], supported=True)
     return Answer(question="q", standalone_question="q", answer="It works [1].", answerable=True, mode="extractive",
                   filters=AppliedFilters(author="A B", year_from=2020), citations=[cite],
-                  retrieved=[Retrieved(paper_id="p1", score=0.5)], timings={"total_ms": 1.0}, warnings=["w"], removed_citations=1,
-                  closest=[Closest(paper_id="p2", title="U")], statements=[check])
+                  retrieved=[Retrieved(paper_id="p1", score=0.5)], timings={"total_ms": 1.0}, warnings=["w"],
+                  removed_citations=1, closest=[Closest(paper_id="p2", title="U")], statements=[check])
 
 
 def usage_table(text: str | None = None) -> dict[str, tuple[str, str]]:
