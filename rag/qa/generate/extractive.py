@@ -6,7 +6,10 @@ only when its own evidence answers too: for a question that asks for several pap
 "compare…") strong evidence close to the lead's, and for a question after one answer, a best passage
 that covers the question's rare terms and a best sentence about as well as the lead's (sharing some
 words is not enough). The answer is 2-4 of the best non-redundant sentences (grouped by paper, "we"
-turned into the authors' names), then one line per cited paper on what it contributes. When no paper's
+turned into the authors' names, each made to read on its own: ``standalone``), then one line per cited paper
+on what it contributes. At ``length`` brief, at most 3 papers and 2-3 sentences, the lines naming the papers
+only; at thorough, also every other paper whose evidence reaches the floor a second paper needs, one paragraph
+per group of papers whose best sentences say alike things. When no paper's
 evidence is strong enough, or the papers it would cite never mention a name the question uses (a method,
 language or dataset: "Transformer", "English-German", see ``names``), the reply is the fixed cannot-answer
 sentence; the generation names the papers that came closest (not cited) so the user can rephrase, and for a
