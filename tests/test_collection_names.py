@@ -69,6 +69,9 @@ def test_the_cli_and_the_chain_take_the_last_part(sample_rt, capsys: pytest.Capt
     answer = AnswerChain(rt).ask("How do agents explore efficiently?", filters=PaperQuery(collection="rl reading"))
     assert answer.filters == {"collection": "Computer Science/RL Reading"}  # reported by its stored name
     assert answer.citations and {c.paper_id for c in answer.citations} <= set(rl)
+    named = AnswerChain(rt).ask("In my rl reading collection, how do agents explore efficiently?")
+    assert named.filters.get("collection") == "Computer Science/RL Reading"  # named in the question, too
+    assert named.citations and {c.paper_id for c in named.citations} <= set(rl)
     rt.close()  # the embedded store belongs to one process at a time: the commands below open it
 
     def cli(*args: str) -> tuple[int, str, str]:
