@@ -92,3 +92,16 @@ def test_the_cli_and_the_chain_take_the_last_part(sample_rt, capsys: pytest.Capt
     assert rc == 2 and "ambiguous" in err and "'Art/Generative'" in err and "'Computer Science/Generative'" in err
     rc, out, err = cli("papers", "--collection", "RL Readings")
     assert rc == 2 and "did you mean 'Computer Science/RL Reading'" in err and "Traceback" not in err
+
+
+def test_a_question_naming_a_collection_by_its_last_part() -> None:
+    from rag.qa.question_filters import FilterCatalog, parse_question
+
+    cat = FilterCatalog.build([])
+    one = parse_question("In my distributed systems collection, what is consensus?", cat, NAMES)
+    assert one.filters.collection == "Computer Science/Distributed Systems" and one.cleaned == "what is consensus?"
+    two = parse_question("Within the machine learning reading list, what is dropout?", cat, NAMES)
+    assert two.filters.collection is None
+    assert any("Computer Science/Machine Learning, Reading/Machine Learning" in n for n in two.notes), two.notes
+    exact = parse_question("In the Surveys collection, what is dropout?", cat, [*NAMES, "Old/Surveys"])
+    assert exact.filters.collection == "Surveys"  # the exact name wins over a nested one ending the same way
