@@ -29,13 +29,17 @@ chat: $(STAMP) ## the same conversation in the terminal
 	$(BIN)/paperchat ingest $(SAMPLE)
 	$(BIN)/paperchat chat
 
-browser: ## install Debian's chromium for the browser tests (needs root)
-	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+browser: ## install Debian's chromium for the browser tests and curl for the `curl -N` test (needs root)
+	@command -v chromium >/dev/null && command -v curl >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq chromium curl >/dev/null; }
 
-test: $(STAMP) browser ## run lint, mypy and the whole test suite (installs Debian's chromium for the browser tests)
+# Test files run in TEST_WORKERS processes (pytest-xdist, a whole file per worker: module fixtures stay shared);
+# most of the suite waits on child processes, servers and a browser, so 2 workers suit even a 2-core machine.
+TEST_WORKERS ?= 2
+test: $(STAMP) browser ## run lint, mypy and the whole test suite (installs Debian's chromium and curl first)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 eval: $(STAMP) ## answer-quality eval of the seed set, gated by evals/thresholds.toml → eval-reports/seed/
 	$(BIN)/paperchat eval --out eval-reports/seed --check

@@ -51,7 +51,7 @@ def case_metrics(case: Case, gold: list[str | None], answer: Answer) -> dict[str
     cited = answer.cited_ids
     retrieved = [r["paper_id"] for r in answer.retrieved]
     m: dict[str, float] = {}
-    removed = sum(w.startswith("removed citation") for w in answer.warnings)  # the verifier's count
+    removed = answer.removed_citations  # the verifier's count of markers that named no retrieved paper
     if answer.citations or removed:
         m["citation_validity"] = sum(c in set(retrieved) for c in cited) / (len(cited) + removed)
     if answer.citations:

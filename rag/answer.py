@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypedDict
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal, TypedDict, cast
 
 from rag.display import author_list
 from rag.qa.findings import Verdict
@@ -65,9 +65,21 @@ class Citation:
     evidence: str  # the abstract sentence(s) that best support the cited statements
     supported: bool  # no statement citing it is contradicted by the abstract (statements[].verdict says more)
     url: str | None = None
+    # full text (``ingest.full_text``): whether the paper has its body stored, and when the answer quotes one of
+    # its passages instead of its abstract, that passage with its pages and section (``rag.qa.passages``)
+    coverage: str = "abstract only"  # or "full text"
+    page: int | None = None  # first page of the passage quoted (1-based, the PDF's own page order)
+    page_end: int | None = None
+    section: str | None = None
+    passage: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Citation:
+        """The inverse of ``to_dict`` (keys it does not know are ignored)."""
+        return cls(**{k: data[k] for k in _field_names(cls) if k in data})
 
 
 @dataclass
@@ -85,6 +97,11 @@ class StatementCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StatementCheck:
+        """The inverse of ``to_dict`` (keys it does not know are ignored)."""
+        return cls(**{k: data[k] for k in _field_names(cls) if k in data})
 
 
 @dataclass
@@ -104,13 +121,18 @@ class Answer:
                                    paper_ids, collection (``AppliedFilters``)
         citations            list  in [n] order: n, paper_id, title (title or display label), authors,
                                    categories, year, abstract, summary (1-2 sentences on the question),
-                                   evidence (supporting abstract sentence(s)), supported (bool), url
+                                   evidence (supporting abstract sentence(s)), supported (bool), url,
+                                   coverage ("abstract only" | "full text"), and where the evidence is a
+                                   full-text passage: page, page_end, section, passage (the text then
+                                   cites "[n, p. 5]"; page and section are null otherwise)
         retrieved            list  {paper_id, score}, best first (score: fused retrieval score)
         timings              dict  milliseconds per stage (condense_ms, retrieve_ms, retrieve_*_ms,
                                    generate_ms, verify_ms) and total_ms
         warnings             list  str: removed citations, contradicted statements and ones not in the cited
                                    abstract, a judge that was unavailable, ignored filters, why an
                                    answer is incomplete…
+        removed_citations    int   how many [n] markers named no retrieved paper and were removed (each also
+                                   has a warning)
         closest              list  {paper_id, title}, best first: for the cannot-answer reply, the stored papers
                                    that came closest (not cited, so the user can rephrase); empty otherwise
         statements           list  {text, cited, verdict, rule, said, source_says, supported, why}: each cited
@@ -135,6 +157,7 @@ class Answer:
     retrieved: list[Retrieved] = field(default_factory=list)  # best first
     timings: dict[str, float] = field(default_factory=dict)  # ms per stage and total_ms
     warnings: list[str] = field(default_factory=list)
+    removed_citations: int = 0  # markers that named no retrieved paper, dropped by the verifier
     complete: bool = True  # false: the LLM stream broke off and ``answer`` is the verified part received
     closest: list[Closest] = field(default_factory=list)  # refusals: the papers that came closest, not cited
     statements: list[StatementCheck] = field(default_factory=list)  # cited statements as the verifier judged them
@@ -153,9 +176,37 @@ class Answer:
             "retrieved": [{"paper_id": r["paper_id"], "score": round(float(r["score"]), 6)} for r in self.retrieved],
             "timings": {k: round(float(v), 2) for k, v in self.timings.items()},
             "warnings": list(self.warnings),
+            "removed_citations": self.removed_citations,
             "closest": [{"paper_id": c["paper_id"], "title": c["title"]} for c in self.closest],
             "statements": [s.to_dict() for s in self.statements],
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Answer:
+        """An Answer from its ``to_dict()`` (a saved turn): ``from_dict(a.to_dict()).to_dict() == a.to_dict()``.
+        A missing required field or a wrong shape is a ``ValueError`` naming it."""
+        try:
+            mode = data["mode"]
+            if mode not in ("extractive", "llm"):
+                raise ValueError(f"an answer whose mode is {mode!r}, not 'extractive' or 'llm'")
+            return cls(
+                question=str(data["question"]), standalone_question=str(data.get("standalone_question",
+                                                                                  data["question"])),
+                answer=str(data["answer"]), answerable=bool(data["answerable"]), mode=mode,
+                filters=cast(AppliedFilters, dict(data.get("filters") or {})),
+                citations=[Citation.from_dict(c) for c in data.get("citations") or []],
+                retrieved=[Retrieved(paper_id=str(r["paper_id"]), score=float(r["score"]))
+                           for r in data.get("retrieved") or []],
+                timings={k: float(v) for k, v in (data.get("timings") or {}).items()},
+                warnings=[str(w) for w in data.get("warnings") or []],
+                removed_citations=int(data.get("removed_citations", 0)), complete=bool(data.get("complete", True)),
+                closest=[Closest(paper_id=str(c["paper_id"]), title=str(c.get("title") or ""))
+                          for c in data.get("closest") or []],
+                statements=[StatementCheck.from_dict(s) for s in data.get("statements") or []])
+        except KeyError as e:
+            raise ValueError(f"an answer without its {e.args[0]!r} field") from None
+        except (TypeError, AttributeError) as e:
+            raise ValueError(f"an answer of the wrong shape: {e}") from None
 
     @property
     def cited_ids(self) -> list[str]:
@@ -169,6 +220,10 @@ class Answer:
         if self.statements:
             return {n for s in self.statements if s.verdict == "contradicted" for n in s.cited}
         return {c.n for c in self.citations if not c.supported}
+
+
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]
 
 
 def closest_line(answer: Answer) -> str:

@@ -68,6 +68,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     paths = [*args.paths, *(_sample() if args.sample else [])]
     if not paths:
         raise InputError("nothing to ingest: name files (or a BEIR folder), or --sample for the bundled sample corpus")
+    if args.full_text:
+        settings.ingest.full_text = True
     rt = Runtime(settings)
     try:
         if args.rebuild:
@@ -300,14 +302,18 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
 
 @command("chat")
 def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str], str] = input) -> int:
-    """A read–answer loop over one conversation: blank line or Ctrl-D quits, /new starts over."""
+    """A read–answer loop over one conversation, each turn saved (rag.conversations): blank line or Ctrl-D quits,
+    /new starts over, ``--resume [ID]`` goes on with a saved conversation (the latest without an ID)."""
     from rag.answer import render_text
+    from rag.conversations import LOCAL_OWNER, ConversationStore
     from rag.errors import EmptyLibrary
     from rag.index.paper_query import PaperQuery
     from rag.qa.chain import AnswerChain, Conversation, resolve_mode
     from rag.runtime import Runtime
 
     mode = resolve_mode(settings, args.mode)
+    saved, owner = ConversationStore(settings.conversations_path), LOCAL_OWNER
+    restored = saved.pick(owner, args.resume) if args.resume is not None else None  # before any model loads
     rt = Runtime(settings)
     try:
         if rt.store.count_chunks() == 0:  # as `ask` says it (`make chat` ingests the sample first)
@@ -317,6 +323,12 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
         # an unknown or ambiguous name fails before the first question
         scope = PaperQuery(collection=rt.collections().resolve(args.collection)) if args.collection else None
         conv = Conversation(AnswerChain(rt), k=args.k, filters=scope, mode=mode, length=args.length)
+        cid = None
+        if restored is not None:
+            cid, conv.turns = restored.id, list(restored.answers)
+            print(f"(resumed {restored.short_id} \u201c{restored.title}\u201d, {len(conv.turns)} turn(s))")
+            if conv.turns:
+                print(render_text(conv.turns[-1]), flush=True)
         while True:
             try:
                 question = read("\n> ").strip()
@@ -326,10 +338,13 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
                 break
             if question == "/new":
                 conv.reset()
+                cid = None
                 print("(new conversation)")
                 continue
             try:
-                print(render_text(conv.ask(question), show_question=False), flush=True)
+                answer = conv.ask(question)
+                print(render_text(answer, show_question=False), flush=True)
+                cid = saved.append_turn(owner, cid, answer)
             except PaperchatError as e:  # one bad question must not end the session
                 print(f"error: {e}")
     finally:
@@ -395,6 +410,9 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                      help="map a paper field to a CSV/JSON column, e.g. --map abstract=Summary (repeatable)")
     ing.add_argument("--strict", action="store_true", help="any bad record aborts its file with nothing stored")
+    ing.add_argument("--full-text", action="store_true",
+                     help="also store each PDF's body as passages cited to the page (ingest.full_text; "
+                          "~40 more vectors per paper); without it, stored passages are kept")
     ing.add_argument("--rebuild", action="store_true", help="drop the collection first (e.g. after changing model)")
     ing.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     ing.add_argument("--collection", metavar="NAME", help="also put every paper of these files in this collection")
@@ -443,6 +461,8 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--collection", metavar="NAME", help="ask within this collection")
     chat.add_argument("--mode", choices=["extractive", "llm"], help="answer mode (default: llm when configured)")
     chat.add_argument("--length", choices=LENGTHS, help=_LENGTH_HELP)
+    chat.add_argument("--resume", nargs="?", const="", metavar="ID", help="go on with a saved conversation (an id "
+                      "or its first digits, from `paperchat conversations list`; the latest without one)")
 
     col = sub.add_parser("collection", help="named sets of papers to ask within: list, add, remove, rename, delete")
     col_sub = col.add_subparsers(dest="action", required=True)
@@ -485,8 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--port", type=int, help="HTTP port (default: mcp.port, 8765)")
 
     from evals.cli import register
+    from ui.conversation_commands import register as register_conversations
 
     register(sub, COMMANDS)
+    register_conversations(sub, COMMANDS)
     return p
 
 

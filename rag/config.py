@@ -179,6 +179,9 @@ class IngestSettings(BaseModel):
                                    "roughly doubles ingest time")
     max_pdf_pages: int = Field(500, ge=1, le=100_000, description="a PDF with more pages is refused with its "
                                "reason (a book or a proceedings volume, not a paper); the rest of the run goes on")
+    full_text: bool = Field(False, description="also store each PDF's full text as passages beside its abstract "
+                            "(`ingest --full-text`), so answers can cite a page; costs ~40 more vectors per paper")
+    passage_tokens: int = Field(200, ge=50, le=1000, description="largest full-text passage, in cl100k tokens")
 
 
 class RaySettings(BaseModel):
@@ -266,6 +269,8 @@ class LimitSettings(BaseModel):
 
     question_chars: int = Field(2000, ge=10, le=100000, description="longest accepted question")
     upload_mb: float = Field(50.0, gt=0, le=10000, description="largest accepted upload")
+    upload_files: int = Field(10, ge=1, le=1000, description="most files in one upload request to the app (413 "
+                                                            "beyond)")
     abstract_chars: int = Field(100_000, ge=1000, le=10_000_000, description="longer abstracts are cut, with a warning")
     requests_per_minute: int = Field(30, ge=1, le=10000, description="questions per UI session per minute")
     request_tokens: int = Field(16_000, ge=1000, le=1_000_000,
@@ -331,6 +336,9 @@ class Settings(BaseSettings):
 
     home: Path = Field(Path("~/.paperchat"), description="where stores, caches and feedback live")
     log_level: str = Field("WARNING", description="logging level for the CLI")
+    conversations_file: Path | None = Field(None, description="the saved conversations (SQLite; default: "
+                                            "$PAPERCHAT_HOME/conversations.sqlite): every answered turn of the "
+                                            "chat, per signed-in user")
     store: StoreSettings = Field(default_factory=StoreSettings)
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     chunking: ChunkSettings = Field(default_factory=ChunkSettings)
@@ -363,6 +371,10 @@ class Settings(BaseSettings):
     @cached_property
     def store_path(self) -> Path:
         return (self.store.path or self.home / "chroma").expanduser()
+
+    @property
+    def conversations_path(self) -> Path:
+        return (self.conversations_file or self.home / "conversations.sqlite").expanduser()
 
     @property
     def cache_dir(self) -> Path:

@@ -30,6 +30,14 @@ class BudgetExceeded(PaperchatError):
     """A configured limit (tokens, requests, upload size, question length) was hit."""
 
 
+class RateLimited(BudgetExceeded):
+    """Too many requests in the rate window; ``retry_after_s``: whole seconds until one more is accepted."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class EmptyLibrary(PaperchatError):
     """A question was asked of a store that holds no paper yet."""
 

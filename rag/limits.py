@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from rag.config import LimitSettings
-from rag.errors import BudgetExceeded, InputError
+from rag.errors import BudgetExceeded, InputError, RateLimited
 
 log = logging.getLogger(__name__)
 
@@ -56,16 +56,17 @@ def check_request_tokens(messages: Sequence[str], max_completion: int = 0,
     return used
 
 
-def check_rate(stamps: Sequence[float], limit: int, now: float | None = None,
-               window: float = RATE_WINDOW_S) -> list[float]:
+def check_rate(stamps: Sequence[float], limit: int, now: float | None = None, window: float = RATE_WINDOW_S,
+               setting: str = "PAPERCHAT_LIMITS__REQUESTS_PER_MINUTE") -> list[float]:
     """The session's question times within the window plus this one; ``BudgetExceeded`` past ``limit``
-    questions in ``window`` seconds (``limits.requests_per_minute``)."""
+    questions in ``window`` seconds (``limits.requests_per_minute``; the message names ``setting``):
+    ``RateLimited``, with the seconds to wait."""
     now = time.monotonic() if now is None else now
     recent = [t for t in stamps if now - t < window]
     if len(recent) >= limit:
         wait = int(window - (now - recent[0])) + 1
-        raise BudgetExceeded(f"too many questions: the limit is {limit} a minute "
-                             f"(PAPERCHAT_LIMITS__REQUESTS_PER_MINUTE); try again in {wait} s")
+        raise RateLimited(f"too many questions: the limit is {limit} a minute ({setting}); try again in {wait} s",
+                          wait)
     return recent + [now]
 
 

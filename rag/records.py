@@ -7,11 +7,14 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag.contribution import paper_phrase
 from rag.display import label_surnames
 from rag.text import normalize_for_hash
+
+if TYPE_CHECKING:
+    from rag.ingest.fulltext.base import Passage
 
 _ARXIV_NEW = re.compile(r"^(\d{4}\.\d{4,5})(v\d+)?$")
 _ARXIV_OLD = re.compile(r"^([a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
@@ -63,6 +66,9 @@ class Paper:
     # Named sets the record belongs to in its source (a Zotero collection path "Parent/Child"). Membership is
     # kept apart from the paper (``rag.index.collections``), so it is not part of the content hash.
     collections: list[str] = field(default_factory=list)
+    # The full text's passages (``rag.ingest.fulltext.Passage``), read only when full text is on: stored as further
+    # rows of the paper with their own version, so not part of the content hash either.
+    passages: tuple[Passage, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def source(self) -> str:
@@ -93,11 +99,13 @@ class Paper:
         data.pop("source_file")
         data.pop("source_line")
         data.pop("collections")
+        data.pop("passages")
         data["label"] = self.label
         return hashlib.sha1(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("passages")
         d["label"] = self.label
         return d
 

@@ -97,6 +97,7 @@ class Runtime:
                         batch_papers=self.settings.ingest.batch_papers,
                         abstract_chars=self.settings.limits.abstract_chars,
                         max_pdf_pages=self.settings.ingest.max_pdf_pages,
+                        passage_tokens=self.settings.ingest.passage_tokens if self.settings.ingest.full_text else 0,
                         sentence_vectors=sentence_vectors,
                         sentence_embedder=self.scoring_embedder if sentence_vectors else None)
 

@@ -5,6 +5,7 @@ on 127.0.0.1 for the server-mode tests."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,18 @@ def require_data(*paths: Path) -> None:
     if running_in_ci():
         pytest.fail(f"{msg}; CI=true, so this is a failure, not a skip: provide the datasets to the CI job",
                     pytrace=False)
+    pytest.skip(msg)
+
+
+def require_tool(name: str, install: str) -> str:
+    """The path of the command ``name``; missing, the test is skipped on a developer's machine with how to
+    ``install`` it (``make test`` installs it), and fails in CI, where a skip would hide a test that never ran."""
+    found = shutil.which(name)
+    if found:
+        return found
+    msg = f"the command {name!r} is not installed ({install}; `make test` installs it)"
+    if running_in_ci():
+        pytest.fail(f"{msg}; CI=true, so this is a failure, not a skip", pytrace=False)
     pytest.skip(msg)
 
 
@@ -108,6 +121,20 @@ def make_runtime(embedder):
     yield make
     for rt in made:
         rt.close()
+
+
+def half_sample_home(home: Path, embedder) -> Path:
+    """``home`` holding the second sample file's 20 papers, ingested in-process with the session's model and
+    closed again, for a server process the test starts over it."""
+    from rag.config import get_settings
+    from rag.runtime import Runtime
+
+    rt = Runtime(get_settings(home=home), _embedder=embedder)
+    try:
+        assert rt.ingestor(progress=False).ingest([SAMPLE[1]]).added == 20
+    finally:
+        rt.close()
+    return home
 
 
 STUB_KEY = "sk-test"

@@ -14,7 +14,7 @@ from rag.answer import Answer, AppliedFilters, Citation, Closest, Retrieved, Sta
 
 ROOT = Path(__file__).resolve().parents[1]
 USAGE = ROOT / "docs" / "usage.md"
-JSON_TYPES = {"str": str, "bool": bool, "object": dict, "dict": dict, "list": list}
+JSON_TYPES = {"str": str, "bool": bool, "int": int, "object": dict, "dict": dict, "list": list}
 
 
 def full_answer() -> Answer:
@@ -24,7 +24,7 @@ def full_answer() -> Answer:
     check = StatementCheck(text="It works.", cited=[1], supported=True)
     return Answer(question="q", standalone_question="q", answer="It works [1].", answerable=True, mode="extractive",
                   filters=AppliedFilters(author="A B", year_from=2020), citations=[cite],
-                  retrieved=[Retrieved(paper_id="p1", score=0.5)], timings={"total_ms": 1.0}, warnings=["w"],
+                  retrieved=[Retrieved(paper_id="p1", score=0.5)], timings={"total_ms": 1.0}, warnings=["w"], removed_citations=1,
                   closest=[Closest(paper_id="p2", title="U")], statements=[check])
 
 
@@ -44,7 +44,7 @@ def usage_table(text: str | None = None) -> dict[str, tuple[str, str]]:
 
 def docstring_table() -> dict[str, str]:
     """The ``Answer`` docstring's table: key → type, in order."""
-    return {m.group(1): m.group(2) for m in re.finditer(r"^ {8}(\w+) +(str|bool|dict|list) ", Answer.__doc__ or "",
+    return {m.group(1): m.group(2) for m in re.finditer(r"^ {8}(\w+) +(str|bool|int|dict|list) ", Answer.__doc__ or "",
                                                          re.M)}
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import subprocess
 import threading
 import time
@@ -17,7 +16,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from conftest import SAMPLE
+from conftest import SAMPLE, require_tool
 
 from rag.config import get_settings
 from rag.errors import ConfigError
@@ -122,12 +121,11 @@ def test_sse_wire_format_ends_with_done(served: Served) -> None:
     assert all(line.startswith("data: ") for line in lines) and lines[-1] == "data: [DONE]"
 
 
-@pytest.mark.skipif(shutil.which("curl") is None,
-                    reason="curl is not installed (apt-get install curl): this test runs the real `curl -N`")
 def test_curl_n_reads_the_stream_as_sse_ending_with_done(served: Served) -> None:
+    curl = require_tool("curl", "apt-get install curl")  # the real `curl -N`: a skip says so, and fails under CI
     body = json.dumps({"model": "paperchat-extractive", "stream": True,
                        "messages": [{"role": "user", "content": "What is EPPO?"}]})
-    out = subprocess.run([str(shutil.which("curl")), "-N", "-s", "--fail", "--noproxy", "*", "--max-time", "120",
+    out = subprocess.run([curl, "-N", "-s", "--fail", "--noproxy", "*", "--max-time", "120",
                           "-H", f"Authorization: Bearer {KEY}", "-H", "Content-Type: application/json",
                           "-d", body, served.url + "/v1/chat/completions"],
                          capture_output=True, text=True, timeout=150)

@@ -215,7 +215,7 @@ def test_llm_answer_with_an_invalid_citation(llm_chain: AnswerChain, srv: FakeOp
     a = llm_chain.ask("What does EPPO penalize?")
     assert a.mode == "llm" and a.answerable and "[9]" not in a.answer
     assert a.answer.startswith("EPPO penalizes the increase in energy loss in the final layer [1].")
-    assert any("[9]" in w for w in a.warnings)
+    assert any("[9]" in w for w in a.warnings) and a.removed_citations == a.to_dict()["removed_citations"] == 1
     assert a.cited_ids == [ids["EPPO"]] and a.citations[0].supported
     body = srv.chat_requests[-1]
     assert body["model"] == "stub-model" and body.get("max_completion_tokens", body.get("max_tokens")) == 256

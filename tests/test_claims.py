@@ -722,3 +722,77 @@ def test_a_group_for_its_member_is_no_contradiction() -> None:
 def test_a_number_in_another_format_is_stated(source_text: str, other_form: str, wrong: str) -> None:
     assert "numbers" not in _families(source_text, other_form)
     assert "numbers" in _families(source_text, wrong)
+
+
+# ---- issue 29, paraphrase false alarms: numbers in words and units, names given another way -----------------------
+@pytest.mark.parametrize(("source_text", "other_form", "wrong"), [
+    # a number written in words, with "and a half" / "and a quarter"
+    ("Spans from 2.5 to 9 metres were tested.", "Spans from two and a half to nine metres were tested.",
+     "Spans from three and a half to nine metres were tested."),
+    ("The beam deflected by 1.25 mm.", "The beam deflected by one and a quarter millimetres.",
+     "The beam deflected by one and a third millimetres."),
+    # a unit glued to its number in the source, spelled out or spaced in the statement
+    ("The plate was held at 15degree incidence.", "The plate was held at fifteen degrees incidence.",
+     "The plate was held at twenty degrees incidence."),
+    ("Gas temperatures reached 2200degreek behind the shock.", "Gas temperatures reached 2200 K behind the shock.",
+     "Gas temperatures reached 2700 K behind the shock."),
+    ("The crawl stored 48TB of pages.", "The crawl stored 48 terabytes of pages.",
+     "The crawl stored 84 terabytes of pages."),
+    ("The casing failed above 1,250f. in the furnace.", "The casing failed above 1250 F in the furnace.",
+     "The casing failed above 1520 F in the furnace."),
+    # a value the source writes as a word ("unity") or as a fraction
+    ("The flow was solved for a Lewis number of unity.", "The flow was solved for a Lewis number of 1.",
+     "The flow was solved for a Lewis number of 2."),
+    ("Every learner's loss is at least $\\frac{1}{8} \\log T$.", "Every learner's loss is at least 0.125 log T.",
+     "Every learner's loss is at least 0.25 log T."),
+])
+def test_a_number_in_words_or_units_is_stated(source_text: str, other_form: str, wrong: str) -> None:
+    assert "numbers" not in _families(source_text, other_form)
+    assert "numbers" in _families(source_text, wrong)
+
+
+def test_a_number_ending_a_list_counts_the_list() -> None:
+    """"widths 4, 8 and 16 beams" counts beams with the whole list, in either order."""
+    src = "Beams of width 16, 8 and 4 cm were loaded to failure."
+    assert "counts" not in _families(src, "Beams of width 4, 8 and 16 cm were loaded to failure.")
+    assert notation.counts("widths 4, 8 and 16 beams") == []
+    assert notation.counts("we loaded 16 beams") == [(16.0, "beams", "")]
+
+
+@pytest.mark.parametrize(("source_text", "other_form", "wrong"), [
+    # an acronym of the source spelled out in the statement
+    ("Training DBMs with contrastive divergence is slow.",
+     "Training deep Boltzmann machines with contrastive divergence is slow.",
+     "Training Helmholtz machines with contrastive divergence is slow."),
+    ("Inference in CRFs is exact on chains.", "Inference in conditional random fields is exact on chains.",
+     "Inference in Kalman filters is exact on chains."),
+    ("The class has finite VC-dimension.", "The class has finite Vapnik-Chervonenkis dimension.",
+     "The class has finite Natarajan dimension."),
+    # a field abbreviation of a dimensionless number
+    ("Solutions are given for Pr=7 and Re=500.", "Solutions are given for a Prandtl number of 7.",
+     "Solutions are given for a Grashof number of 7."),
+    # an adjective made of a name, either way round
+    ("The fluid is Newtonian at low shear.", "The fluid follows Newton's law of viscosity at low shear.",
+     "The fluid follows Bingham's law of viscosity at low shear."),
+    ("Noise is modelled with a Gauss kernel.", "Noise is modelled with a Gaussian kernel.",
+     "Noise is modelled with a Cauchy kernel."),
+    # ℓ spelled out
+    ("We minimise an $\\ell_1$-penalized loss.", "We minimise an ell-1-penalized loss.",
+     "We minimise an ell-0-penalized loss."),
+])
+def test_a_name_given_another_way_is_named(source_text: str, other_form: str, wrong: str) -> None:
+    assert "names" not in _families(source_text, other_form), other_form
+    assert "names" in _families(source_text, wrong), wrong
+
+
+def test_a_comparison_said_the_other_way_round_is_the_same_comparison() -> None:
+    """"A needs more than B" for "B … with fewer than A", the source's B standing far before its comparison."""
+    src = ("The new sampler is shown to be capable of estimating the posterior mode with far fewer "
+           "evaluations than standard annealing.")
+    assert "direction" not in _families(src, "Standard annealing needs far more evaluations than the new sampler.")
+    assert "direction" in _families(src, "The new sampler needs far more evaluations than standard annealing.")
+    src = "Pretrained filters even from unrelated domains can be better than using random filters."
+    assert "direction" not in _families(src, "Random filters can do worse than pretrained filters from unrelated "
+                                             "domains.")
+    assert "direction" in _families(src, "Pretrained filters even from unrelated domains can be worse than using "
+                                         "random filters.")

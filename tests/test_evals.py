@@ -40,11 +40,11 @@ def cite(n: int, pid: str, supported: bool = True) -> Citation:
 
 
 def answer(text: str, cited: list[str], retrieved: list[str], warnings: list[str] | None = None,
-           unsupported: tuple[str, ...] = (), verdicts: tuple[str, ...] = ()) -> Answer:
+           unsupported: tuple[str, ...] = (), verdicts: tuple[str, ...] = (), removed: int = 0) -> Answer:
     return Answer(question="q", standalone_question="q", answer=text, answerable=bool(cited), mode="extractive",
                   citations=[cite(i + 1, p, p not in unsupported) for i, p in enumerate(cited)],
                   retrieved=[{"paper_id": p, "score": 1.0 / (i + 1)} for i, p in enumerate(retrieved)],
-                  timings={"retrieve_ms": 10.0, "total_ms": 20.0}, warnings=warnings or [],
+                  timings={"retrieve_ms": 10.0, "total_ms": 20.0}, warnings=warnings or [], removed_citations=removed,
                   statements=[StatementCheck(f"statement {i}", [1], v == "supported", verdict=v)  # type: ignore[arg-type]
                               for i, v in enumerate(verdicts)])
 
@@ -118,7 +118,7 @@ def test_an_out_of_corpus_case_is_scored_as_answerable_where_the_store_holds_its
 def test_case_metrics_by_hand() -> None:
     case = Case(id="m", type="multi", turns=["q"], gold=[{"id": "a"}, {"id": "b"}], facts=["alpha", "beta"])
     ans = answer("alpha [1] and more [2]", ["a", "x"], ["a", "x", "y", "b"],
-                 warnings=["removed citation [7]: there are only 4 sources"], unsupported=("x",),
+                 warnings=["removed citation [7]: there are only 4 sources"], removed=1, unsupported=("x",),
                  verdicts=("supported", "contradicted", "not_in_source", "supported"))
     m = case_metrics(case, ["a", "b"], ans)
     assert m["citation_validity"] == pytest.approx(2 / 3)  # two valid, one removed by the verifier

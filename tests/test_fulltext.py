@@ -20,6 +20,7 @@ from rag.ingest import loaders
 from rag.ingest.fulltext import Document, PdfText, RawText, Refused, ZoteroText, clean, describe, passages
 from rag.ingest.fulltext.clean import dehyphenate, unfold
 from rag.ingest.loaders.zotero import read_library
+from rag.ingest.report import collecting
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.pdf_fixture import encrypt, write_pdf
 from tests.support.data import PDFS
@@ -199,8 +200,12 @@ def test_a_folder_of_pdfs_reports_each_bad_one_and_loads_the_rest() -> None:
 def test_a_single_bad_pdf_is_one_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no text layer"):
         loaders.load(shared("bad-scanned"))
-    with pytest.raises(InputError, match="too many pages"):
-        loaders.load(shared("arxiv-1607.01759"), max_pdf_pages=2)
+    # too long: the paper from its first pages (title, abstract), its full text not read
+    with collecting() as noted:
+        result = loaders.load(shared("arxiv-1607.01759"), max_pdf_pages=2, passage_tokens=200)
+    assert [p.title for p in result.papers] == ["Bag of Tricks for Efficient Text Classification"]
+    assert not result.papers[0].passages and result.papers[0].abstract
+    assert any(n.reason.startswith("too many pages: 5") for n in noted)
 
 
 # ---------------------------------------------------------------- Zotero's full text

@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from rag.errors import InputError
@@ -24,13 +24,11 @@ from rag.ingest.loaders import FORMATS, detect_format, load
 from rag.ingest.loaders.common import MAX_LINE_BYTES, MAX_WHOLE_FILE_BYTES, MIN_ABSTRACT_CHARS
 from rag.limits import DEFAULTS
 from rag.records import Paper
+from tests.support.fuzz import fuzz_settings
 
 ABSTRACT = "We propose okapi kernels, periodic covariance functions that forecast tidal heights well."
 EXAMPLES = 120
-settings.register_profile("fuzz", max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                                 HealthCheck.data_too_large, HealthCheck.large_base_example])
-FUZZ = settings.get_profile("fuzz")
+FUZZ = fuzz_settings(EXAMPLES)  # the same examples every run; random ones, 5× as many, under --long
 _names = itertools.count()
 
 

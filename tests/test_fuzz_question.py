@@ -8,17 +8,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rag.answer import Answer
 from rag.errors import BudgetExceeded, InputError, PaperchatError
 from rag.qa.prompts import CANNOT_ANSWER
 from tests.conftest import SAMPLE
+from tests.support.fuzz import fuzz_settings
 
-FAST = settings(max_examples=200, deadline=None, database=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-SLOW = settings(FAST, max_examples=60)
+FAST = fuzz_settings(200)  # the same examples every run; random ones, 5× as many, under --long (tests/support/fuzz.py)
+SLOW = fuzz_settings(60)
 CONTROL = st.characters(min_codepoint=0, max_codepoint=0x1F) | st.sampled_from(
     ["\x7f", "\x85", "\u2028", "\u202e", "\u200b", "\ufeff", "\ufffd", "\U0001f600", "\u0301", "$", "\\", "[1]",
      "[", "]", "?", "'s", " et al.", " by ", " since 2020", " between 2019 and 2021", "论文", "Ω"])  # pieces, not chars

@@ -9,6 +9,7 @@ tests), so it is not part of the guarantee.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -22,6 +23,9 @@ from tests.conftest import SAMPLE
 from tests.support.data import CRANFIELD_CORPUS, NIPS
 from tests.support.injection import (
     CANARY,
+    HELD_OUT_V1,
+    POSITIONS,
+    TEMPLATES,
     Case,
     build_cases,
     build_extra_cases,
@@ -188,9 +192,13 @@ def test_detector_has_no_false_positive_on_the_sample_corpus(capsys: pytest.Capt
 def test_every_template_is_quarantined_in_every_position() -> None:
     from rag.qa.prompts import untrusted_abstract
 
+    # "every": one hostile paper per tuned template and position, each carrying its canary (a set that lost
+    # templates or positions, or papers without their canary, would make the check below pass on nothing)
+    assert {(c.template, c.position) for c in TUNED} == set(itertools.product(range(len(TEMPLATES + HELD_OUT_V1)),
+                                                                             POSITIONS))
+    assert all(c.paper and c.canary in c.paper["abstract"] for c in TUNED)
     missed = [c.canary for c in TUNED if c.canary in untrusted_abstract(c.paper["abstract"])]
     assert missed == []
-    assert Path(__file__).name == "test_injection.py"
 
 
 @pytest.mark.parametrize("mode", ["extractive", "llm"])

@@ -6,14 +6,17 @@ import gzip
 import json
 import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from rag.errors import InputError
 from rag.ingest.loaders import detect_format, iter_records, load
+from tests.support.fuzz import fuzz_settings
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "loaders"
 ABSTRACT = "An abstract that is certainly long enough to be kept as a paper."
@@ -33,7 +36,7 @@ def one_line_error(excinfo: pytest.ExceptionInfo[InputError], *needles: str) -> 
     ("blob.csv", b"Title,Abstract\n\x00\x01\x02\x03", "binary"),
     ("model.bin", bytes(range(256)) * 4, "binary"),
     ("utf16.csv", "Title,Abstract\nA,B\n".encode("utf-16"), "UTF-16"),
-    ("snapshot.json.gz", gzip.compress(b'{"id": "1"}\n'), "gzip"),
+    ("snapshot.json.gz", gzip.compress(b'{"id": "1"}\n', mtime=0), "gzip"),
     ("paper.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "PDF"),
 ])
 def test_unusable_files(tmp_path: Path, name: str, content: bytes, needle: str) -> None:
@@ -69,13 +72,62 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     one_line_error(e, "locked.csv", "permission denied")
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root can read any file")
-def test_unreadable_file_for_real(tmp_path: Path) -> None:
-    f = tmp_path / "locked.csv"
-    f.write_text(f"Title,Abstract\nT,{ABSTRACT}\n")
-    f.chmod(0)
-    with pytest.raises(InputError, match="permission denied"):
-        load(f)
+def _load_unprivileged(path: Path) -> str:
+    """``load(path)`` as an unprivileged user; what it raised (``"InputError: …"``) or ``"loaded"``.
+
+    As root (every machine here), in a forked child that drops to ``nobody`` first: root reads any file, so the
+    read itself would never be refused. The modules are imported before the fork (the child cannot read the
+    interpreter's install under /root)."""
+    def attempt() -> str:
+        try:
+            load(path)
+        except InputError as e:
+            return f"InputError: {e}"
+        except BaseException as e:  # noqa: BLE001 - reported to the parent, which fails on it
+            return f"{type(e).__name__}: {e}"
+        return "loaded"
+
+    if os.geteuid() != 0:
+        return attempt()
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop root for good, try the read, report, and leave without pytest's teardown
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            out = attempt() if os.geteuid() == nobody.pw_uid else f"still uid {os.geteuid()}"
+            os.write(write_end, out.encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as r:
+        out = r.read().decode()
+    os.waitpid(pid, 0)
+    return out
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes and users are POSIX")
+def test_unreadable_file_for_real() -> None:
+    """A file its reader may not open (mode 000, read by a user other than root) is one clear InputError."""
+    folder = Path(tempfile.mkdtemp(prefix="paperchat-unreadable-"))  # under /tmp: any user may look inside
+    try:
+        folder.chmod(0o755)
+        readable, locked = folder / "open.csv", folder / "locked.csv"
+        for f in (readable, locked):
+            f.write_text(f"Title,Abstract\nT,{ABSTRACT}\n")
+            f.chmod(0o644)
+        assert len(load(readable).papers) == 1  # here, before any fork: the loaders' lazy imports are done
+        assert _load_unprivileged(readable) == "loaded"  # the same user reads a readable file: only the mode differs
+        locked.chmod(0)
+        out = _load_unprivileged(locked)
+        assert out.startswith("InputError: ") and "locked.csv" in out and "permission denied" in out, out
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_latin1_listing_and_jsonl_are_refused(tmp_path: Path) -> None:
@@ -220,7 +272,7 @@ def test_unknown_format_and_bad_arguments(tmp_path: Path) -> None:
 SUFFIXES = [".txt", ".csv", ".json", ".jsonl", ".bib", ".xml", ""]
 
 
-@settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@fuzz_settings(40)
 @given(data=st.one_of(st.binary(max_size=300), st.text(max_size=300).map(str.encode)),
        suffix=st.sampled_from(SUFFIXES))
 def test_arbitrary_bytes_never_crash(tmp_path: Path, data: bytes, suffix: str) -> None:
@@ -232,7 +284,7 @@ def test_arbitrary_bytes_never_crash(tmp_path: Path, data: bytes, suffix: str) -
         assert "\n" not in str(e)
 
 
-@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@fuzz_settings(30)
 @given(rows=st.lists(st.dictionaries(st.sampled_from(["abstract", "title", "authors", "year", "id", "doi", "tags"]),
                                      st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=40),
                                                st.lists(st.text(max_size=10), max_size=3),
@@ -254,7 +306,7 @@ SNAPSHOT_KEYS = ["id", "authors", "title", "journal-ref", "doi", "categories", "
 BEIR_KEYS = ["_id", "title", "text", "metadata"]
 
 
-@settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@fuzz_settings(30)
 @given(rows=st.lists(st.dictionaries(st.sampled_from(SNAPSHOT_KEYS + BEIR_KEYS), ANY_JSON), min_size=1, max_size=4))
 def test_arbitrary_snapshot_and_beir_rows_never_crash(tmp_path: Path, rows: list[dict[str, object]]) -> None:
     f = tmp_path / "corpus.jsonl"

@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from mcp import Client, StdioServerParameters
 
 from rag.config import get_settings
 from rag.runtime import Runtime
+from tests.support.processes import wait_for_port
 from tests.support.servers import free_port
 
 EPPO_FILE = next(p for p in SAMPLE if p.name.startswith("003_"))  # the EPPO paper is in this half
@@ -124,15 +124,8 @@ def test_streamable_http_lists_tools_and_answers(home: dict[str, Any]) -> None:
             assert len(found["results"]) == 2 and all(r["paper"]["id"] in home["papers"] for r in found["results"])
 
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                asyncio.run(session())
-                break
-            except Exception:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        wait_for_port(port, proc, timeout_s=120)  # only the connection waits; the session below runs once
+        asyncio.run(session())
     finally:
         proc.terminate()
         try:

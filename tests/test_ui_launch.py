@@ -47,8 +47,9 @@ def test_settings_flow_into_launch_and_queue(monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.fixture
 def tiny_app(paperchat_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[gr.Blocks, str]]:
-    """A minimal Blocks launched through ``ui.app.launch`` with a 1 MB upload limit and a login."""
+    """A minimal Blocks launched through ``ui.app.launch`` with a 1 MB, 3-file upload limit and a login."""
     monkeypatch.setenv("PAPERCHAT_LIMITS__UPLOAD_MB", "1")
+    monkeypatch.setenv("PAPERCHAT_LIMITS__UPLOAD_FILES", "3")
     monkeypatch.setenv("PAPERCHAT_UI__USERNAME", "ada")
     monkeypatch.setenv("PAPERCHAT_UI__PASSWORD", "s3cret")
     paperchat_home.mkdir(parents=True, exist_ok=True)
@@ -75,6 +76,16 @@ def test_running_server_is_private_bounded_and_logged_in(tiny_app: tuple[gr.Bloc
         assert small.status_code == 200
         big = client.post("/gradio_api/upload", files={"files": ("b.csv", b"x" * (1024 * 1024 + 10))})
         assert big.status_code == 413
+
+        def files(n: int, size: int) -> list[tuple[str, tuple[str, bytes]]]:
+            return [("files", (f"p{i}.csv", b"t,a\n" + b"y" * size)) for i in range(n)]
+
+        three = client.post("/gradio_api/upload", files=files(3, 300_000))  # at the count limit: every file kept
+        assert three.status_code == 200 and len(three.json()) == 3
+        for n, size in ((4, 10), (4, 300_000), (200, 10)):  # small parts in one chunk; large ones across chunks
+            many = client.post("/gradio_api/upload", files=files(n, size))
+            assert many.status_code == 413 and "PAPERCHAT_LIMITS__UPLOAD_FILES" in many.json()["detail"], many.text
+        assert client.post("/gradio_api/upload", files=files(1, 10)).status_code == 200  # still serving
         home = Path(get_settings().home).resolve()
         leaked = client.get(f"/gradio_api/file={home / 'feedback.jsonl'}")
         assert leaked.status_code == 403 and "secret" not in leaked.text

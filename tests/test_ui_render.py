@@ -9,13 +9,14 @@ from pathlib import Path
 
 import bibtexparser
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from rag.answer import Answer, Citation, StatementCheck, render_text
 from rag.errors import BudgetExceeded, InputError
 from rag.records import StoredPaper
+from tests.support.fuzz import fuzz_settings
 from ui import render, services
 from ui.export import bib_key, bibtex, conversation_markdown, conversation_scope, papers_markdown
 from ui.library import answer_text
@@ -191,7 +192,7 @@ def test_markdown_structure_cannot_be_opened_from_text() -> None:
     assert not re.search(r"<(h\d|blockquote|ul|ol|pre|code|table|hr)\b", html), html
 
 
-@settings(max_examples=300, deadline=None)
+@fuzz_settings(300)
 @given(st.text(alphabet=st.sampled_from(list("<>\"'`*_[]()!#:/@$\\{}=&;|~ \nabcjsvrptx.-0123")), max_size=80))
 def test_inline_never_emits_markup_from_text(text: str) -> None:
     html = inline(text, "html")

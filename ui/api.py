@@ -15,8 +15,8 @@ do not have; the answer is computed first and then sent in sentence-sized pieces
 
 Security: bearer keys checked against ``api.key_hashes`` (sha256; ``paperchat api-key``), required whenever
 the server binds beyond loopback (``check_bind`` refuses to start otherwise); a per-key rate limit
-(``rag.limits.check_rate``); the body, history and question limits; errors as OpenAI error objects
-``{"error": {"message", "type", "param", "code"}}``, never a traceback.
+(``rag.limits.check_rate``; 429 with ``Retry-After``); the body, history and question limits; errors as OpenAI
+error objects ``{"error": {"message", "type", "param", "code"}}``, never a traceback.
 """
 
 from __future__ import annotations
@@ -46,7 +46,15 @@ from starlette.types import Message as ASGIMessage
 from rag import limits
 from rag.answer import Answer, AnswerLength, AnswerMode
 from rag.config import Settings
-from rag.errors import BudgetExceeded, ConfigError, EmptyLibrary, InputError, PaperchatError, UpstreamError
+from rag.errors import (
+    BudgetExceeded,
+    ConfigError,
+    EmptyLibrary,
+    InputError,
+    PaperchatError,
+    RateLimited,
+    UpstreamError,
+)
 from rag.index.paper_query import parse_year_range
 from ui import library
 from ui.library import Library
@@ -82,9 +90,10 @@ class APIError(Exception):
     """An error answered as an OpenAI error object with ``status``."""
 
     def __init__(self, status: int, message: str, type_: str = "invalid_request_error", code: str | None = None,
-                 param: str | None = None) -> None:
+                 param: str | None = None, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.message, self.type, self.code, self.param = status, message, type_, code, param
+        self.headers = headers
 
 
 def error_body(message: str, type_: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
@@ -97,13 +106,14 @@ def _error(status: int, message: str, type_: str, code: str | None = None, param
 
 
 def from_paperchat(e: PaperchatError) -> APIError:
-    """The project's errors as statuses: bad input 400, a limit 400 (the rate limit 429), a setting 400,
-    an empty library 409, an unreachable service 502."""
+    """The project's errors as statuses: bad input 400, a limit 400 (the rate limit 429 with Retry-After), a
+    setting 400, an empty library 409, an unreachable service 502."""
     if isinstance(e, InputError):
         return APIError(400, str(e), param=e.where)
+    if isinstance(e, RateLimited):  # Retry-After: the seconds until the key's window lets one more through
+        return APIError(429, str(e), "rate_limit_error", "rate_limit_exceeded",
+                        headers={"Retry-After": str(e.retry_after_s)})
     if isinstance(e, BudgetExceeded):
-        if str(e).startswith("too many questions"):
-            return APIError(429, str(e), "rate_limit_error", "rate_limit_exceeded")
         return APIError(400, str(e), code="limit_exceeded")
     if isinstance(e, ConfigError):
         return APIError(400, str(e), code="not_configured")
@@ -258,7 +268,8 @@ class _Guard:
 
     def count(self, who: str) -> None:
         with self._lock:
-            self._stamps[who] = limits.check_rate(self._stamps.get(who, []), self.settings.api.requests_per_minute)
+            self._stamps[who] = limits.check_rate(self._stamps.get(who, []), self.settings.api.requests_per_minute,
+                                                  setting="PAPERCHAT_API__REQUESTS_PER_MINUTE")
 
 
 def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
@@ -299,13 +310,13 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(APIError)
     async def _api_error(_: Request, e: APIError) -> JSONResponse:
         log.info("API %d: %s", e.status, e.message)
-        return _error(e.status, e.message, e.type, e.code, e.param)
+        return _error(e.status, e.message, e.type, e.code, e.param, e.headers)
 
     @app.exception_handler(PaperchatError)
     async def _paperchat_error(_: Request, e: PaperchatError) -> JSONResponse:
         a = from_paperchat(e)
         log.info("API %d: %s", a.status, a.message)
-        return _error(a.status, a.message, a.type, a.code, a.param)
+        return _error(a.status, a.message, a.type, a.code, a.param, a.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, e: RequestValidationError) -> JSONResponse:

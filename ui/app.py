@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from rag.config import Settings
 from rag.errors import ConfigError, InputError
@@ -21,9 +22,11 @@ from ui.assets import CSS, PAGE_JS
 from ui.services import is_loopback
 from ui.tabs import chat as chat_tab
 from ui.tabs import collections as collections_tab
+from ui.tabs import conversations as conversations_tab
 from ui.tabs import library as library_tab
 from ui.tabs.context import AppContext
 from ui.tabs.session import Session
+from ui.upload_limit import UploadCount
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +41,7 @@ def queue_kwargs(settings: Settings) -> dict[str, Any]:
 
 def launch_kwargs(settings: Settings) -> dict[str, Any]:
     """The safe launch defaults, in one place: no share link, loopback bind unless configured, auth from
-    config, upload size limit, no tracebacks to the browser, nothing of ``$PAPERCHAT_HOME`` served."""
+    config, upload size and count limits, no tracebacks to the browser, nothing of ``$PAPERCHAT_HOME`` served."""
     ui = settings.ui
     auth = None
     if ui.username and ui.password:
@@ -51,6 +54,7 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
         "allowed_paths": [], "blocked_paths": [str(settings.home.resolve())], "ssr_mode": False,
         "mcp_server": False, "pwa": False, "enable_monitoring": False, "strict_cors": True,
         "footer_links": ["settings"], "inbrowser": False,
+        "app_kwargs": {"middleware": [Middleware(UploadCount, max_files=settings.limits.upload_files)]},
     }
 
 
@@ -76,6 +80,8 @@ def build_app(runtime: Runtime, settings: Settings | None = None, chain: AnswerC
         session = gr.State(Session())
         head = gr.Markdown(ctx.header(), elem_id="pc-header")
         scope_ids = gr.State([])  # the papers "Ask about these papers" scoped the chat to
+        with gr.Sidebar(label="Conversations", open=False, elem_id="pc-sidebar", width=300):
+            bar = conversations_tab.build()
         with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
                 chat = chat_tab.build(ctx, cats, render.collection_choices(counts), examples)
@@ -83,12 +89,13 @@ def build_app(runtime: Runtime, settings: Settings | None = None, chain: AnswerC
                 lib = library_tab.build(ctx, cats, counts)
 
         # Gradio numbers events in the order they are registered: this order is the app's.
-        chat_tab.wire(chat, chat_tab.ChatHandlers(ctx), session, scope_ids)
+        asked = chat_tab.wire(chat, chat_tab.ChatHandlers(ctx), session, scope_ids)
         lib_handlers = library_tab.LibraryHandlers(ctx)
         library_tab.wire_search(lib, lib_handlers)
         collections_tab.wire(app, lib, chat, tabs, scope_ids,
                              collections_tab.CollectionHandlers(ctx, lib_handlers.search))
         library_tab.wire_ingest(lib, lib_handlers, chat, head)
+        conversations_tab.wire(app, bar, chat, conversations_tab.ConversationHandlers(ctx), session, scope_ids, asked)
     return app
 
 
@@ -128,7 +135,7 @@ def mount_with_api(app: gr.Blocks, lib: library.Library, settings: Settings) -> 
                         ssr_mode=False, enable_monitoring=False, pwa=False, mcp_server=False, theme=_theme(),
                         css=CSS, js=PAGE_JS)
     # The body limit covers the API's routes only: uploads to the app have their own (limits.upload_mb).
-    return BodyLimit(api, settings.api.max_body_kb * 1024, prefix="/v1/")
+    return UploadCount(BodyLimit(api, settings.api.max_body_kb * 1024, prefix="/v1/"), settings.limits.upload_files)
 
 
 def serve(settings: Settings, host: str | None = None, port: int | None = None, api: bool = False,

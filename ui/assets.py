@@ -80,6 +80,9 @@ CSS = """
 .pc-why { background: var(--background-fill-secondary); padding: 6px 10px; border-radius: 6px; }
 .pc-authors { font-size: .85em; opacity: .75; }
 .pc-abstract { line-height: 1.55; }
+.pc-passage { line-height: 1.55; border-left: 3px solid currentColor; padding-left: .6em; }
+.pc-page { font-weight: 600; font-size: .85em; opacity: .8; }
+.pc-coverage { display: block; font-size: .7em; opacity: .55; }
 mark.pc-evidence { background: #fde68a; color: #1f2937; padding: 0 2px; border-radius: 3px; }
 .pc-links { font-size: .82em; }
 .pc-id { font-size: .9em; opacity: .7; }

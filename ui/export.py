@@ -15,6 +15,7 @@ from typing import Any
 
 from rag.answer import Answer, Citation, StatementCheck
 from rag.display import author_list
+from rag.errors import InputError
 from rag.records import StoredPaper, clean_arxiv_id, clean_doi
 from rag.references import STYLES, bibliography, csl_item
 from ui.render import CITE, describe_filters, shown_by_a_verdict
@@ -57,8 +58,8 @@ def _renumber(answer: Answer, numbers: dict[str, int]) -> str:
     local = {c.n: numbers[c.paper_id] for c in answer.citations}
 
     def sub(m: re.Match[str]) -> str:
-        ns = [int(x) for x in re.split(r"\s*[,;]\s*", m.group(1))]
-        return "".join(f"[{local[n]}]" if n in local else f"[{n}]" for n in ns)
+        ns = [(int(x), page) for x, page in re.findall(r"(\d+)(,\s*pp?\.\s*\d+(?:\u2013\d+)?)?", m.group(1))]
+        return "".join(f"[{local.get(n, n)}{page}]" for n, page in ns)  # a passage's page kept: "[2, p. 5]"
 
     out: list[str] = []
     pos = 0
@@ -258,3 +259,23 @@ def styled_markdown(items: Sequence[dict[str, Any]], style: str, scope: str,
     for e in entries:  # a paragraph each: one entry's lines never run into the next
         lines += [e, ""]
     return "\n".join(lines)
+
+
+EXPORT_FORMATS = ("md", "bib")  # besides the citation styles of rag.references.STYLES
+
+
+def conversation_export(answers: Sequence[Answer], fmt: str) -> tuple[str, str]:
+    """A conversation as a file's text and suffix: ``md`` (the whole conversation), ``bib`` (its cited papers)
+    or a citation style's name (their reference list as Markdown); an ``InputError`` for anything else, or when
+    no paper has been cited and the format is a reference list."""
+    kind = fmt.strip().lower()
+    if kind == "md":
+        return conversation_markdown(answers), ".md"
+    if kind not in STYLES and kind != "bib":
+        raise InputError(f"unknown export format {fmt!r}: md, bib or a citation style ({', '.join(STYLES)})")
+    papers = cited_papers(answers)
+    if not papers:
+        raise InputError("no paper has been cited in this conversation: nothing to list")
+    if kind == "bib":
+        return bibtex(papers, scope=conversation_scope(answers)), ".bib"
+    return styled_markdown([citation_item(c) for c in papers], kind, conversation_scope(answers)), f".{kind}.md"

@@ -248,7 +248,8 @@ class PaperTools:
     def _answer_view(answer: dict[str, Any]) -> dict[str, Any]:
         """The ``ask --json`` turn for a calling model: citations without the raw abstracts (get_paper has
         them, marked) and with their text marked; everything else as in the schema."""
-        citations = [mark_paper({k: v for k, v in c.items() if k != "abstract"}, ("title", "summary", "evidence"))
+        citations = [mark_paper({k: v for k, v in c.items() if k != "abstract"},
+                                ("title", "summary", "evidence", "passage", "section"))  # a passage: a PDF's text
                      for c in answer.get("citations", [])]
         closest = [mark_paper(c, ("title",)) for c in answer.get("closest", [])]
         return {**answer, "citations": citations, "closest": closest}

@@ -22,7 +22,8 @@ from rag.records import StoredPaper
 from rag.text import split_sentences
 from ui.safe import escape_html, inline, paper_links
 
-CITE = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
+_PAGE = r"(?:,\s*pp?\.\s*\d+(?:\u2013\d+)?)?"  # a full-text citation's page: "[2, p. 5]", "[1; 2, pp. 5–6]"
+CITE = re.compile(rf"\[(\d+{_PAGE}(?:\s*[,;]\s*\d+{_PAGE})*)\]")
 CONTRADICTED_TITLE = "Contradicted: a statement citing this paper says otherwise than its abstract"
 
 
@@ -36,14 +37,22 @@ def describe_filters(filters: AppliedFilters) -> str:
     return " · ".join(filter_phrases(filters))
 
 
+def page_label(c: Citation) -> str:
+    """"p. 5" or "pp. 5–6" for a citation of a full-text passage, else ""."""
+    if c.page is None:
+        return ""
+    return f"p. {c.page}" if (c.page_end or c.page) <= c.page else f"pp. {c.page}\u2013{c.page_end}"
+
+
 def _cite_link(c: Citation | None, n: int, turn: int, flagged: bool) -> str:
     if c is None:  # a number the verified answer does not define: shown, not linked
         return f"&#91;{n}&#93;"
     title = escape_html(c.title or c.paper_id)
+    label = f"{n}, {escape_html(page_label(c))}" if c.page is not None else str(n)
     if not flagged:
-        return f'<a class="pc-cite" href="#{card_id(turn, n)}" title="{title}">&#91;{n}&#93;</a>'
+        return f'<a class="pc-cite" href="#{card_id(turn, n)}" title="{title}">&#91;{label}&#93;</a>'
     return (f'<a class="pc-cite pc-contradicted-cite" href="#{card_id(turn, n)}" title="{CONTRADICTED_TITLE}: '
-            f'{title}">&#91;{n}&#8201;&#9888;&#93;</a>')
+            f'{title}">&#91;{label}&#8201;&#9888;&#93;</a>')
 
 
 def cited_markdown(text: str, citations: Iterable[Citation], turn: int, flagged: set[int] | None = None) -> str:
@@ -54,7 +63,7 @@ def cited_markdown(text: str, citations: Iterable[Citation], turn: int, flagged:
     pos = 0
     for m in CITE.finditer(text):
         out.append(inline(text[pos:m.start()], "chat"))
-        numbers = [int(x) for x in re.split(r"\s*[,;]\s*", m.group(1))]
+        numbers = [int(x) for x in re.findall(rf"(\d+){_PAGE}", m.group(1))]
         out.append("".join(_cite_link(by_n.get(n), n, turn, n in (flagged or ())) for n in numbers))
         pos = m.end()
     out.append(inline(text[pos:], "chat"))
@@ -188,7 +197,8 @@ def card_html(c: Citation, turn: int, open_: bool = False, statements: Sequence[
     cats = "".join(f'<span class="pc-chip">{inline(cat, "html")}</span>' for cat in c.categories if cat)
     summary = (f'<summary><span class="pc-n">{int(c.n)}</span><span class="pc-head">'
                f'<span class="pc-title">{inline(c.title or c.paper_id, "html")}</span>{flag}'
-               f'<span class="pc-byline">{inline(meta, "html")}</span></span></summary>')
+               f'<span class="pc-byline">{inline(meta, "html")}</span>'
+               f'<span class="pc-coverage">{inline(c.coverage, "html")}</span></span></summary>')
     body = ['<div class="pc-body">']
     if cats:
         body.append(f'<div class="pc-chips">{cats}</div>')
@@ -198,7 +208,13 @@ def card_html(c: Citation, turn: int, open_: bool = False, statements: Sequence[
         body.append(f'<p class="pc-authors">{inline(", ".join(c.authors), "html")}</p>')
     body += [statement_html(st) for st in statements]
     says = [st.source_says for st in statements if st.verdict == "supported"]
-    body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "", c.evidence or "", *says)}</p>')
+    if c.passage:  # the answer quotes a full-text passage: it first, with its page and section, then the abstract
+        where = " · ".join(x for x in (page_label(c), c.section or "") if x)
+        body.append(f'<p class="pc-passage"><span class="pc-page">{inline(where, "html")}</span> '
+                    f'{highlighted_abstract(c.passage, c.evidence or "", *says)}</p>')
+        body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "")}</p>')
+    else:
+        body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "", c.evidence or "", *says)}</p>')
     body.append(f'<p class="pc-links">{_links_html(c)}</p></div>')
     cls = "pc-card" + (" pc-card-contradicted" if flagged else "")
     return (f'<details class="{cls}" id="{card_id(turn, c.n)}"{" open" if open_ else ""}>'

@@ -38,6 +38,15 @@ CATEGORIES = "categories"
 AUTHOR_KEYS = "author_keys"
 CATEGORY_KEYS = "category_keys"
 ABSTRACT = "abstract"
+# passages of a paper's full text (``rag.ingest.fulltext``): further rows of the same paper, with no ``chunk``
+# key (so ``FIRST_CHUNK`` and the abstract versioning never see them) and their own version, the text's hash
+KIND = "kind"  # "passage" (abstract chunks carry no kind)
+PASSAGE_KIND = "passage"
+PASSAGE = "passage"  # the passage's position in the paper (0-based)
+N_PASSAGES = "n_passages"
+PAGE_START = "page_start"
+PAGE_END = "page_end"
+SECTION = "section"
 
 FIRST_CHUNK: dict[str, Any] = {CHUNK: 0}  # the ``where`` clause that selects one row per paper
 
@@ -46,6 +55,11 @@ FIRST_CHUNK: dict[str, Any] = {CHUNK: 0}  # the ``where`` clause that selects on
 def chunk_id(paper_id: str, content_hash: str, index: int) -> str:
     """``<paper_id>#<content_hash>#<i>``: the paper id can be read back from the id alone."""
     return f"{paper_id}#{content_hash}#{index}"
+
+
+def passage_id(paper_id: str, text_hash: str, index: int) -> str:
+    """``<paper_id>#<text_hash>#p<i>``: read back like a chunk id, never taken for chunk 0."""
+    return f"{paper_id}#{text_hash}#p{index}"
 
 
 def paper_of_chunk(cid: str) -> str:
@@ -80,6 +94,55 @@ def chunk_metadata(paper: Paper, content_hash: str, index: int, n_chunks: int, l
         optional[ABSTRACT] = paper.abstract
     md.update({k: v for k, v in optional.items() if v is not None and v != ""})
     return md
+
+
+def passage_metadata(paper: StoredPaper, text_hash: str, index: int, n_passages: int, page_start: int,
+                     page_end: int, section: str, llm_tokens: int) -> dict[str, Any]:
+    """The metadata of passage ``index`` of a stored paper: the paper's filter fields (so a filtered search
+    finds its passages as it finds its abstract), the pages, the section; no ``chunk`` and no abstract."""
+    md: dict[str, Any] = {
+        PAPER_ID: paper.id, CONTENT_HASH: text_hash, KIND: PASSAGE_KIND, PASSAGE: index, N_PASSAGES: n_passages,
+        PAGE_START: page_start, PAGE_END: page_end, LABEL: paper.label, LLM_TOKENS: llm_tokens,
+    }
+    optional: dict[str, Any] = {
+        SECTION: section, TITLE: paper.title, YEAR: paper.year, SOURCE: paper.source,
+        AUTHORS: list(paper.authors) or None, CATEGORIES: list(paper.categories) or None,
+        AUTHOR_KEYS: author_keys(paper.authors) or None, CATEGORY_KEYS: category_keys(paper.categories) or None,
+    }
+    md.update({k: v for k, v in optional.items() if v is not None and v != ""})
+    return md
+
+
+def is_passage(md: Mapping[str, Any]) -> bool:
+    return md.get(KIND) == PASSAGE_KIND
+
+
+PASSAGES: dict[str, Any] = {KIND: PASSAGE_KIND}  # the ``where`` clause that selects passage rows
+
+
+class PassageState(NamedTuple):
+    """Where a passage row sits: which version (text hash) of which paper's full text."""
+
+    paper_id: str
+    text_hash: str
+    n_passages: int
+
+
+def passage_state(md: Mapping[str, Any]) -> PassageState:
+    return PassageState(md[PAPER_ID], md[CONTENT_HASH], int(md[N_PASSAGES]))
+
+
+class PassageRef(NamedTuple):
+    """A passage as retrieval and answers read it: pages and section from its row."""
+
+    page_start: int
+    page_end: int
+    section: str
+
+
+def passage_ref(md: Mapping[str, Any]) -> PassageRef:
+    return PassageRef(int(md.get(PAGE_START, 0)), int(md.get(PAGE_END, md.get(PAGE_START, 0))),
+                      str(md.get(SECTION, "")))
 
 
 # ---- read ---------------------------------------------------------------------------------------------

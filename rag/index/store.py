@@ -24,7 +24,7 @@ import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -50,6 +50,16 @@ class ChunkRow:
     text: str
     embedding: np.ndarray
     metadata: dict[str, Any]
+
+
+def _versions(items: Iterable[tuple[str, tuple[str, str, int]]]) -> dict[str, dict[str, tuple[int, int, list[str]]]]:
+    """(row id, (paper id, version hash, rows expected)) → paper id → version → (present, expected, row ids)."""
+    found: dict[str, dict[str, list[Any]]] = defaultdict(dict)
+    for cid, (pid, version, expected) in items:
+        slot = found[pid].setdefault(version, [0, expected, []])
+        slot[0] += 1
+        slot[2].append(cid)
+    return {p: {h: (v[0], v[1], v[2]) for h, v in hs.items()} for p, hs in found.items()}
 
 
 class _EmptyCollection:
@@ -422,16 +432,45 @@ class ChromaStore:
     @_guarded
     def chunk_states(self, paper_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int, list[str]]]]:
         """paper_id → content_hash → (chunks present, chunks expected, chunk ids)."""
-        found: dict[str, dict[str, list[Any]]] = defaultdict(dict)
+        return _versions((cid, (st.paper_id, st.content_hash, st.n_chunks))
+                         for cid, md in self._metadata_of(paper_ids)
+                         if not rows.is_passage(md)  # full-text passages are versioned apart (``passage_states``)
+                         for st in (rows.chunk_state(md),))
+
+    @_guarded
+    def passage_states(self, paper_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int, list[str]]]]:
+        """paper_id → full-text hash → (passages present, passages expected, their ids), as ``chunk_states``."""
+        return _versions((cid, (st.paper_id, st.text_hash, st.n_passages))
+                         for cid, md in self._metadata_of(paper_ids, rows.PASSAGES)
+                         for st in (rows.passage_state(md),))
+
+    def _metadata_of(self, paper_ids: Sequence[str], where: dict[str, Any] | None = None
+                     ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(row id, metadata) of every row of these papers (that ``where`` also selects)."""
         ids = list(paper_ids)
         for i in range(0, len(ids), 500):
-            res = self.collection.get(where=rows.ids_in(ids[i:i + 500]), include=["metadatas"])
-            for cid, md in zip(res["ids"], res["metadatas"]):
-                st = rows.chunk_state(md)
-                slot = found[st.paper_id].setdefault(st.content_hash, [0, st.n_chunks, []])
-                slot[0] += 1
-                slot[2].append(cid)
-        return {p: {h: (v[0], v[1], v[2]) for h, v in hs.items()} for p, hs in found.items()}
+            res = self.collection.get(where=rows.all_of(rows.ids_in(ids[i:i + 500]), where), include=["metadatas"])
+            yield from zip(res["ids"], res["metadatas"], strict=True)
+
+    @_guarded
+    def passage_rows(self, where: dict[str, Any] | None = None) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """(id, text, metadata) of every passage row (of the papers ``where`` selects), in pages."""
+        offset = 0
+        flt = rows.all_of(rows.PASSAGES, where)
+        while True:
+            res = self.collection.get(where=flt, include=["metadatas", "documents"], limit=_GET_PAGE, offset=offset)
+            yield from zip(res["ids"], res["documents"], res["metadatas"], strict=True)
+            if len(res["ids"]) < _GET_PAGE:
+                return
+            offset += _GET_PAGE
+
+    @_guarded
+    def rows_of(self, chunk_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Chunk id → (text, metadata), for the chunks given (missing ones are left out)."""
+        if not chunk_ids:
+            return {}
+        res = self.collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["documents", "metadatas"])
+        return {cid: (doc, md) for cid, doc, md in zip(res["ids"], res["documents"], res["metadatas"], strict=True)}
 
     @_guarded
     def find_by_keys(self, field: str, values: Sequence[str]) -> dict[str, str]:

@@ -28,6 +28,7 @@ from rag.index.embeddings import Embedder
 from rag.index.rows import ABSTRACT_HASH, ARXIV_ID, DOI, chunk_id, chunk_metadata
 from rag.index.store import ChromaStore, ChunkRow
 from rag.ingest import loaders
+from rag.ingest import passages as full_text
 from rag.ingest.chunking import chunk_papers
 from rag.ingest.converge import Keys, distinct, present, settle
 from rag.ingest.loaders.base import RecordProblem
@@ -48,6 +49,8 @@ class IngestReport:
     failed: int = 0  # files that could not be ingested at all
     embedded_chunks: int = 0
     embedded_sentences: int = 0  # with ingest.sentence_vectors
+    full_text: int = 0  # papers whose full-text passages were written (ingest.full_text)
+    embedded_passages: int = 0
     collected: int = 0  # papers that joined a collection (the ``collection`` given, or their source's)
     uncollected: int = 0  # memberships removed because the source no longer has them
     problems: list[str] = field(default_factory=list)
@@ -61,12 +64,16 @@ class IngestReport:
         return bool(self.added or self.updated)
 
     def summary(self) -> str:
-        return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
+        text = (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
                 f"duplicates {self.duplicates}, skipped {self.skipped}, failed {self.failed}")
+        if self.full_text:
+            text += f"; full text stored for {self.full_text} papers ({self.embedded_passages} passages)"
+        return text
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("added", "updated", "unchanged", "duplicates", "skipped", "failed",
-                                             "embedded_chunks", "embedded_sentences", "collected", "uncollected",
+                                             "embedded_chunks", "embedded_sentences", "full_text",
+                                             "embedded_passages", "collected", "uncollected",
                                              "problems", "file_errors")}
         return out | {"skipped_by_reason": problem_counts(self.skipped_records), "report": self.report_path}
 
@@ -106,10 +113,12 @@ class Ingestor:
     def __init__(self, store: ChromaStore, embedder: Embedder, max_chunk_tokens: int = 0, overlap: int = 1,
                  on_change: Iterable[Callable[[ChromaStore], None]] = (), progress: bool = True,
                  batch_papers: int = 1024, abstract_chars: int | None = None, sentence_vectors: bool = False,
-                 sentence_embedder: Embedder | None = None, max_pdf_pages: int | None = None) -> None:
+                 sentence_embedder: Embedder | None = None, max_pdf_pages: int | None = None,
+                 passage_tokens: int = 0) -> None:
         self.store, self.embedder = store, embedder
         self.abstract_chars = abstract_chars  # longer abstracts are cut at a sentence end, with a warning
         self.max_pdf_pages = max_pdf_pages  # a longer PDF is refused with its reason
+        self.passage_tokens = passage_tokens  # > 0: full text on, PDFs' passages stored (rag.ingest.passages)
         window = embedder.max_tokens
         self.max_tokens = min(max_chunk_tokens, window) if max_chunk_tokens else window
         self.overlap = overlap
@@ -141,7 +150,7 @@ class Ingestor:
                     loaders.load(path, fmt=fmt, mapping=mapping, strict=True, abstract_chars=self.abstract_chars,
                                  max_pdf_pages=self.max_pdf_pages)
                 records = loaders.iter_records(path, fmt=fmt, mapping=mapping, abstract_chars=self.abstract_chars,
-                                               max_pdf_pages=self.max_pdf_pages)
+                                               max_pdf_pages=self.max_pdf_pages, passage_tokens=self.passage_tokens)
                 self._placed, self._source = [], ""
                 self._ingest_items(path, records, report)
                 self._file_done(report, collection, source=self._source or str(path.resolve()))
@@ -325,6 +334,23 @@ class Ingestor:
         placed = [(self._canon.get(pid, pid), names) for pid, names in incoming]
         return BatchPlan(to_write, stale, placed, added)
 
+    def _write_passages(self, batch: list[Paper], report: IngestReport) -> None:
+        """After the batch's papers are stored: their full-text passages, under the paper each record is stored
+        as (a PDF of a paper stored from another source adds its passages to that paper)."""
+        records = {self._canon.get(p.id, p.id): p.passages for p in batch if p.passages}
+        if not records:
+            return
+        todo = full_text.plan(self.store, records)
+        if todo.to_write:
+            rows = full_text.rows(todo.to_write, self.embedder)
+            self._before_first_write()
+            self.store.upsert(rows)
+            report.full_text += len(todo.to_write)
+            report.embedded_passages += len(rows)
+        if todo.stale:  # only once the new version is whole
+            self._before_first_write()
+            self.store.delete(todo.stale)
+
     def _write_batch(self, batch: list[Paper], report: IngestReport) -> None:
         plan = self._plan_batch(batch, report)
         rows: list[ChunkRow] = []
@@ -341,6 +367,7 @@ class Ingestor:
             self._before_first_write()
             self.store.delete(plan.stale)
         self._settle(batch, plan, report)
+        self._write_passages(batch, report)
         # after the papers are written: a membership never names a paper that a crash kept out of the store
         self._placed.extend(plan.placed)
         log.info("batch written: %d papers, %d chunks embedded, %d stale chunks deleted", len(plan.to_write),

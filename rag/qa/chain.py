@@ -11,7 +11,10 @@ LangChain runnables (listed together in ``AnswerChain.__init__``):
     guard     sentences obeying an instruction planted in a paper or the question dropped (rag.qa.injection)
     verify    citations checked against the cited abstracts and renumbered (rag.qa.verify); each cited
               statement judged by the rules, or by the LLM judge when ``verify.judge`` picks it (rag.qa.llm_judge)
-    answer    the ``Answer``, with its timings and warnings
+    answer    the ``Answer``, with its timings and warnings; a citation of a full-text passage names its page
+
+With full text stored, retrieve also picks each paper's best evidence, its abstract or one of its passages
+(rag.qa.passages), which the later stages read as they read an abstract.
 
 ``AnswerChain.stream`` is the one driver: it yields the answer text as it is produced, then the ``Answer``;
 ``ask`` drains it, so both give the same answer. ``Conversation`` keeps the turns for multi-turn use.
@@ -50,6 +53,7 @@ from rag.qa.generate import AnswerMode, Generation, GenerationInput, Generator
 from rag.qa.generate.extractive import ExtractiveGenerator
 from rag.qa.injection import guard_stream
 from rag.qa.llm_judge import LLMJudge, uses_llm_judge
+from rag.qa.passages import choose_evidence, cite_pages
 from rag.qa.question_filters import catalog_for, filters_dict, mentions_collection, merge_filters, parse_question
 from rag.qa.retrieval import PaperHit, Retriever
 from rag.qa.verify import Verified, verify
@@ -286,8 +290,10 @@ class AnswerChain:
                 ids = sorted(self.retriever.lexical.paper_ids[i] for i in allowed)[:state.k]
                 stored = {p.id: p for p in self.runtime.store.papers(ids)}
                 hits = [PaperHit(p, 0.0, paper=stored[p]) for p in ids if p in stored]
-        state.hits = hits
         state.query_vector = self.evidence.embed([query])[0]
+        if any(h.passages for h in hits):  # full text: each paper's best evidence, its abstract or a passage
+            choose_evidence(hits, self.evidence, QuestionScorer(self.evidence, query, state.query_vector))
+        state.hits = hits
         for name, ms in result.timings.items():
             if name != "retrieve_ms":
                 state.timings[f"retrieve_{name}"] = ms
@@ -327,11 +333,13 @@ class AnswerChain:
         if not state.hits and not state.filters.is_empty():
             state.warnings.append(f"no paper matches the filters ({describe_filters(state.filters)})")
         state.answer = Answer(
-            question=state.question, standalone_question=condensed.standalone, answer=checked.text,
+            question=state.question, standalone_question=condensed.standalone,
+            answer=cite_pages(checked.text, checked.citations, state.hits),
             answerable=checked.answerable, mode=state.mode, filters=filters_dict(state.filters),
             citations=checked.citations, statements=checked.statements,
             retrieved=[{"paper_id": h.paper_id, "score": float(h.score)} for h in state.hits],
             timings=state.timings, warnings=list(dict.fromkeys(state.warnings)), complete=gen.incomplete is None,
+            removed_citations=checked.removed_citations,
             closest=[] if checked.answerable else [{"paper_id": h.paper_id, "title": h.paper.heading} for h in
                                                    (gen.closest if gen.closest is not None else state.hits[:3])])
         return state

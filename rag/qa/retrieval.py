@@ -4,6 +4,12 @@ Dense hits are chunks; a paper scores by its best chunk. BM25 scores whole paper
 combined by their min-max normalised scores (or by reciprocal-rank fusion), with one round of
 pseudo-relevance feedback blended in (RM3-style term expansion for BM25, Rocchio for the dense query).
 A rare identifier the question names puts the few papers holding it first.
+
+Full text (``ingest.full_text``): a paper's passages are further chunks of it, so the dense side ranks them with
+its abstract chunks (a paper still scores by its best chunk), and a third list, BM25 over the passages
+(``rag.index.passage_lexical``), joins the fusion. Each hit carries its best passages as candidate evidence
+(``PaperHit.passages``); the answer chain picks the paper's best evidence among them and its abstract. A store
+without passages retrieves exactly as before.
 """
 
 from __future__ import annotations
@@ -19,9 +25,11 @@ import numpy as np
 
 from rag.analysis import analyze, name_key
 from rag.config import RetrievalSettings
+from rag.index import rows
 from rag.index.embeddings import Embedder
 from rag.index.lexical import LexicalIndex, paper_text
 from rag.index.paper_query import PaperQuery, to_where
+from rag.index.passage_lexical import PassageIndex
 from rag.index.store import ChromaStore
 from rag.qa.evidence import entities
 from rag.records import StoredPaper
@@ -29,6 +37,16 @@ from rag.records import StoredPaper
 log = logging.getLogger(__name__)
 
 RetrievalMode = Literal["hybrid", "dense", "bm25"]
+
+
+@dataclass(frozen=True)
+class PassageHit:
+    """A full-text passage retrieved for its paper: the candidate evidence answers may quote instead of the
+    abstract."""
+
+    chunk_id: str
+    text: str
+    ref: rows.PassageRef  # pages and section
 
 
 @dataclass
@@ -39,6 +57,10 @@ class PaperHit:
     bm25: float | None = None
     chunk: str = ""  # text of the best-matching chunk
     paper: StoredPaper = field(kw_only=True)  # what answers quote and citations show
+    passages: list[PassageHit] = field(default_factory=list, kw_only=True)  # its best passages, best first
+    full_text: bool = field(default=False, kw_only=True)  # the paper has passages stored
+    evidence: PassageHit | None = field(default=None, kw_only=True)  # the passage ``paper.abstract`` now holds
+    abstract: str = field(default="", kw_only=True)  # the paper's own abstract when ``evidence`` replaced it
 
 
 def _scored(dense: list[tuple[str, float, str]]) -> Scored:
@@ -164,11 +186,12 @@ class Retriever:
         return LocalScope.of(self.store.paper_vectors([self.lexical.paper_ids[i] for i in allowed]))
 
     def dense_rank(self, vector: np.ndarray, n: int, filters: PaperQuery,
-                   local: LocalScope | None = None) -> list[tuple[str, float, str]]:
-        """(paper id, cosine, id of its best chunk), best first; chunk texts are read only for the papers kept."""
+                   local: LocalScope | None = None, fan: int = 3) -> list[tuple[str, float, str]]:
+        """(paper id, cosine, id of its best chunk), best first; chunk texts are read only for the papers kept.
+        ``fan`` chunks are read per paper wanted (more when passages compete with abstracts for the places)."""
         best: dict[str, tuple[float, str]] = {}
-        near = local.nearest(vector, n * 3) if local is not None else \
-            self.store.nearest(vector, n * 3, where=to_where(filters))
+        near = local.nearest(vector, n * fan) if local is not None else \
+            self.store.nearest(vector, n * fan, where=to_where(filters))
         for cid, pid, score in near:
             if pid not in best or score > best[pid][0]:
                 best[pid] = (score, cid)
@@ -205,6 +228,9 @@ class Retriever:
         t0 = time.perf_counter()
         self.lexical.sync(self.store, recheck_after_s=1.0)  # an answer's filter parsing checked just before
         allowed = self.allowed(filters)
+        passages = PassageIndex.of(self.lexical)
+        passages.sync(self.store, self.lexical.state)
+        fan = 6 if passages.ids else 3  # passages compete with abstracts for the dense side's places
         timings["filter_ms"] = (time.perf_counter() - t0) * 1000
         n = max(self.cfg.candidates, k)
         use_prf = self.cfg.feedback_docs > 0 if feedback is None else feedback
@@ -217,6 +243,9 @@ class Retriever:
         t1 = time.perf_counter()
         if self.mode in ("hybrid", "bm25"):
             bm25 = self.bm25_rank(q_terms, n, allowed)
+        best_passage = self._passage_rank(passages, q_terms, n, allowed) if self.mode == "hybrid" else {}
+        # BM25 over the passages, one entry per paper (its best passage): only when the store holds passages
+        extra = [([(p, sc) for p, (sc, _) in best_passage.items()], self.cfg.bm25_weight)] if best_passage else []
         timings["bm25_ms"] = (time.perf_counter() - t1) * 1000
         t1 = time.perf_counter()
         qvec = None
@@ -224,10 +253,10 @@ class Retriever:
         if self.mode in ("hybrid", "dense"):
             qvec = self.embedder.embed([query])[0]
             local = self.local_scope(allowed)
-            dense = self.dense_rank(qvec, n, filters, local)
+            dense = self.dense_rank(qvec, n, filters, local, fan)
         timings["dense_ms"] = (time.perf_counter() - t1) * 1000
 
-        fused = self._fuse([(bm25, self.cfg.bm25_weight), (_scored(dense), self.cfg.dense_weight)])
+        fused = self._fuse([(bm25, self.cfg.bm25_weight), (_scored(dense), self.cfg.dense_weight), *extra])
         fetched: dict[str, StoredPaper] = {}  # papers already read in this search
         if use_prf and self.cfg.feedback_skip_agree and bm25 and dense and bm25[0][0] == dense[0][0]:
             use_prf = False  # both retrievers already agree on the answer: a pointed, known-item question
@@ -247,17 +276,18 @@ class Retriever:
                 if stored:
                     centroid = np.stack(list(stored.values())).mean(axis=0)
                     q2 = qvec + self.cfg.feedback_dense * centroid
-                    dense_fb = self.dense_rank(q2 / np.linalg.norm(q2), n, filters, local)
+                    dense_fb = self.dense_rank(q2 / np.linalg.norm(q2), n, filters, local, fan)
             if self.cfg.feedback_blend:
                 # First-pass lists stay in the fusion: feedback adds recall without burying a paper
                 # both retrievers already put first (known-item questions).
                 fused = self._fuse([(bm25, self.cfg.bm25_weight), (_scored(dense), self.cfg.dense_weight),
-                                    (bm25_fb, self.cfg.bm25_weight), (_scored(dense_fb), self.cfg.dense_weight)])
+                                    (bm25_fb, self.cfg.bm25_weight), (_scored(dense_fb), self.cfg.dense_weight),
+                                    *extra])
                 bm25 = bm25 + [x for x in bm25_fb if x[0] not in dict(bm25)]
                 dense = dense + [x for x in dense_fb if x[0] not in {p for p, _, _ in dense}]
             else:
                 bm25, dense = bm25_fb, dense_fb
-                fused = self._fuse([(bm25, self.cfg.bm25_weight), (_scored(dense), self.cfg.dense_weight)])
+                fused = self._fuse([(bm25, self.cfg.bm25_weight), (_scored(dense), self.cfg.dense_weight), *extra])
             timings["feedback_ms"] = (time.perf_counter() - t1) * 1000
 
         if self.mode == "hybrid" and self.cfg.anchor_df:
@@ -265,9 +295,39 @@ class Retriever:
         ranked = sorted(fused, key=lambda p: -fused[p])
         t1 = time.perf_counter()
         hits = self._materialise(ranked[: max(k * 3, k + 5)], fused, bm25, dense, k, fetched)
+        if passages.ids:
+            self._attach_passages(hits, dense, best_passage, passages)
         timings["papers_ms"] = (time.perf_counter() - t1) * 1000
         timings["retrieve_ms"] = (time.perf_counter() - t0) * 1000
         return Retrieval(query, filters, hits, timings)
+
+    def _passage_rank(self, passages: PassageIndex, terms: dict[str, float], n: int,
+                      allowed: np.ndarray | None) -> dict[str, tuple[float, int]]:
+        """paper id → (BM25 score, document) of its best passage, for the ``n`` best papers by their passages."""
+        if not passages.ids:
+            return {}
+        pids = {self.lexical.paper_ids[i] for i in allowed} if allowed is not None else None
+        best: dict[str, tuple[float, int]] = {}
+        for doc, score in passages.search(terms, n * 3, pids):
+            best.setdefault(passages.pids[doc], (score, doc))
+        return dict(list(best.items())[:n])
+
+    def _attach_passages(self, hits: list[PaperHit], dense: list[tuple[str, float, str]],
+                         best_passage: dict[str, tuple[float, int]], passages: PassageIndex) -> None:
+        """Each hit's candidate passages (its best dense chunk when that is a passage, then its best BM25 passage)
+        and whether its paper has full text."""
+        chunk_of = {pid: cid for pid, _, cid in dense}
+        wanted: dict[str, list[str]] = {}
+        for h in hits:
+            h.full_text = h.paper_id in passages.papers
+            ids = [chunk_of[h.paper_id]] if h.paper_id in chunk_of else []
+            if h.paper_id in best_passage:
+                ids.append(passages.ids[best_passage[h.paper_id][1]])
+            wanted[h.paper_id] = list(dict.fromkeys(ids))
+        found = self.store.rows_of([c for ids in wanted.values() for c in ids])
+        for h in hits:
+            h.passages = [PassageHit(c, found[c][0], rows.passage_ref(found[c][1])) for c in wanted[h.paper_id]
+                          if c in found and rows.is_passage(found[c][1])]
 
     def _fuse(self, lists: list[tuple[Scored, float]]) -> dict[str, float]:
         """One score per paper from (BM25, dense[, BM25 feedback, dense feedback]) lists; a single retriever's

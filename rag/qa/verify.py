@@ -50,6 +50,7 @@ class Verified:
     statements: list[StatementCheck] = field(default_factory=list)  # every cited statement, in text order
     # what each rule family found about each statement, (family, reason), before its severity (bench.claims)
     hits: list[list[tuple[str, str]]] = field(default_factory=list)
+    removed_citations: int = 0  # markers that named no source, dropped by ``renumber`` (each has a warning)
 
 
 @dataclass
@@ -144,7 +145,7 @@ def verify(gen: Generation, evidence: EvidenceIndex, judge: Judge | None = None)
     if not order:
         snippet = re.sub(r"\s+", " ", gen.text).strip()[:200]
         warnings.append(f"the answer cited none of the retrieved papers, so it was withheld: \u201c{snippet}\u201d")
-        return Verified(CANNOT_ANSWER, [], False, warnings)
+        return Verified(CANNOT_ANSWER, [], False, warnings, removed_citations=len(bad))
     sources = [gen.sources[n - 1] for n in order]
     evs = evidence.papers([h.paper for h in sources])
     stmts = statements(text)
@@ -207,7 +208,7 @@ def verify(gen: Generation, evidence: EvidenceIndex, judge: Judge | None = None)
             n=n, paper_id=hit.paper_id, title=p.heading, authors=list(p.authors), categories=list(p.categories),
             year=p.year, abstract=p.abstract, summary=summary, evidence=evidence_text,
             supported=n not in failed, url=p.url))
-    return Verified(text.strip(), citations, gen.answerable, warnings, checks, hits)
+    return Verified(text.strip(), citations, gen.answerable, warnings, checks, hits, removed_citations=len(bad))
 
 
 def _check(text: str, cited: list[int], found: list[tuple[str, str, str]],

@@ -1,4 +1,5 @@
-"""``pytest --long``: also run the long reliability variants (full crash loop, 20 sessions × 60 s load).
+"""``pytest --long``: also run the long reliability variants (full crash loop, 20 sessions × 60 s load), and the
+property-based tests with random seeds and more examples (tests/support/fuzz.py; without it they are derandomized).
 
 Loaded with ``-p tests.plugins.long`` (pyproject ``addopts``); tests read the flag with
 ``request.config.getoption("--long", default=False)``, so they simply skip when the plugin is absent."""
@@ -11,3 +12,9 @@ import pytest
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--long", action="store_true", default=False,
                      help="run the long reliability variants (crash loop, load at full size; minutes)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.support.fuzz import use_profile
+
+    use_profile(bool(config.getoption("--long", default=False)))

@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from tests.support.processes import port_open
+
 log = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 # Loopback only: a developer's http_proxy must not see (or break) the heartbeat.
@@ -50,14 +52,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return int(s.getsockname()[1])
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def chroma_exe() -> str:
@@ -276,7 +270,7 @@ class ChromaServer:
         except ProcessLookupError:  # already gone
             proc.wait(timeout=timeout_s)
         deadline = time.monotonic() + timeout_s
-        while _port_open(self.chroma_port):
+        while port_open(self.chroma_port):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the chroma server's port {self.chroma_port} is still open after it stopped")
             time.sleep(0.1)

@@ -119,8 +119,10 @@ class ChatHandlers:
 
     def ask(self, text: str, chat: list[dict[str, Any]], state: Session, k_: float, mode_: str,
             cat: str | None, who: str | None, y0: Any, y1: Any, coll: str | None = None,
-            within: list[str] | None = None, length: str | None = None) -> Iterator[tuple[Any, ...]]:
-        """Stream the answer into the chat, yielding (chat, state, sources, question, *filter controls)."""
+            within: list[str] | None = None, length: str | None = None,
+            request: gr.Request | None = None) -> Iterator[tuple[Any, ...]]:
+        """Stream the answer into the chat, yielding (chat, state, sources, question, *filter controls); the
+        answered turn is saved to the asker's conversation (``request``: whose, when there is a login)."""
         settings, chain = self.ctx.settings, self.ctx.chain
         keep = (gr.skip(), *SKIP_FILTERS)
         text = (text or "").strip()
@@ -156,12 +158,22 @@ class ChatHandlers:
             state.answers.append(answer)
             state.msg_turn[-1] = turn
             state.shown = turn
+            self.save(state, answer, request)
             chat[-1] = {"role": "assistant", "content": render.answer_markdown(answer, turn)}
             yield (chat, state, render.sources_html(answer, turn), gr.skip(),
                    *services.controls_from_filters(answer.filters), answer.filters.get("collection"))
         except Exception as e:  # shown in the chat; the app goes on
             failed(chat, state, e, text, streamed)
             yield chat, state, gr.skip(), text, *SKIP_FILTERS
+
+    def save(self, state: Session, answer: Answer, request: gr.Request | None) -> None:
+        """Keep the turn (one transaction): a file that cannot be written warns, and the answer is still shown."""
+        try:
+            state.conversation = self.ctx.conversations.append_turn(self.ctx.owner(request), state.conversation,
+                                                                    answer)
+        except (PaperchatError, OSError) as e:
+            log.error("saving the turn failed: %s", e)
+            gr.Warning(f"This answer could not be saved: {e}")
 
     def vote(self, state: Session, evt: gr.LikeData) -> None:
         turn = state.turn_at(evt.index)
@@ -230,17 +242,18 @@ def show_turn(state: Session, evt: gr.SelectData) -> Any:
 
 
 # ---- wiring ------------------------------------------------------------------------------------------
-def wire(tab: ChatTab, handlers: ChatHandlers, session: gr.State, scope_ids: gr.State) -> None:
-    """The tab's events, in the order the app has always registered them (Gradio numbers them in that order)."""
+def wire(tab: ChatTab, handlers: ChatHandlers, session: gr.State, scope_ids: gr.State) -> list[Any]:
+    """The tab's events, in the order the app has always registered them (Gradio numbers them in that order);
+    returns the events that answer a question (the sidebar follows each with its list)."""
     ask, filters = handlers.ask, tab.filter_controls  # one bound method: one default concurrency group
     ask_io: dict[str, Any] = {"inputs": [tab.question, tab.chatbot, session, tab.k, tab.mode, *filters, scope_ids,
                                          tab.length],
                               "outputs": [tab.chatbot, session, tab.sources, tab.question, *filters],
                               "show_progress": "minimal"}
-    tab.question.submit(ask, api_name="ask", **ask_io)  # a stable API name for scripted clients
-    tab.ask_btn.click(ask, api_visibility="undocumented", **ask_io)
-    tab.chatbot.example_select(pick_example, None, tab.question, show_progress="hidden", queue=False).then(
-        ask, api_visibility="undocumented", **ask_io)
+    asked = [tab.question.submit(ask, api_name="ask", **ask_io),  # a stable API name for scripted clients
+             tab.ask_btn.click(ask, api_visibility="undocumented", **ask_io),
+             tab.chatbot.example_select(pick_example, None, tab.question, show_progress="hidden", queue=False).then(
+                 ask, api_visibility="undocumented", **ask_io)]
 
     reset_io: dict[str, Any] = {"inputs": [session],
                                 "outputs": [tab.chatbot, session, tab.sources, tab.download, *filters, scope_ids,
@@ -253,3 +266,4 @@ def wire(tab: ChatTab, handlers: ChatHandlers, session: gr.State, scope_ids: gr.
     tab.chatbot.like(handlers.vote, [session], None, show_progress="hidden")
     tab.md_btn.click(lambda s: handlers.export(s, "md"), [session], [tab.download])
     tab.bib_btn.click(lambda s: handlers.export(s, "bib"), [session], [tab.download])
+    return asked

@@ -6,12 +6,14 @@ from __future__ import annotations
 import shutil
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from rag.config import Settings
+from rag.conversations import LOCAL_OWNER, ConversationStore, owner_for
 from rag.errors import EmptyLibrary
 from rag.index.paper_query import PaperQuery, find_papers
 from rag.qa.chain import AnswerChain
@@ -29,6 +31,16 @@ class AppContext:
     settings: Settings
     chain: AnswerChain
     app: gr.Blocks
+
+    @cached_property
+    def conversations(self) -> ConversationStore:
+        """The saved conversations (``Settings.conversations_path``)."""
+        return ConversationStore(self.settings.conversations_path)
+
+    @staticmethod
+    def owner(request: gr.Request | None) -> str:
+        """Whose conversations a request sees: the signed-in user's, or the local owner's without a login."""
+        return owner_for(getattr(request, "username", None)) if request is not None else LOCAL_OWNER
 
     def library_rows(self, q: PaperQuery) -> list[list[Any]]:
         """The Library table for a query (its collection applied), each row with the collections it is in."""

@@ -9,15 +9,16 @@ Public API::
     passages(doc, max_tokens) -> list[Passage]   # section-aware, page span kept
     describe(raw, doc) -> Description            # title, authors, abstract, DOI/arXiv id of a PDF
 
-Nothing here writes to the store: passages are a plain data type for the round that stores them.
+Nothing here writes to the store: the PDF loader (``rag.ingest.loaders.pdf``) puts a paper's passages on its
+record, and ``rag.ingest.passages`` stores them beside its abstract chunk.
 """
 
-from rag.ingest.fulltext.base import Document, FullText, Page, Passage, RawText, Refused
+from rag.ingest.fulltext.base import Document, FullText, Page, Passage, RawText, Refused, TooManyPages
 from rag.ingest.fulltext.clean import clean
 from rag.ingest.fulltext.paper import Description, describe
 from rag.ingest.fulltext.passage import passages
 from rag.ingest.fulltext.pdf import PdfText
 from rag.ingest.fulltext.zotero import ZoteroText
 
-__all__ = ["Description", "Document", "FullText", "Page", "Passage", "PdfText", "RawText", "Refused", "ZoteroText",
-           "clean", "describe", "passages"]
+__all__ = ["Description", "Document", "FullText", "Page", "Passage", "PdfText", "RawText", "Refused", "TooManyPages",
+           "ZoteroText", "clean", "describe", "passages"]

@@ -17,6 +17,11 @@ class Refused(InputError):
         super().__init__(reason, where=where)
 
 
+class TooManyPages(Refused):
+    """A PDF longer than ``ingest.max_pdf_pages``: its full text is refused, its first pages can still be read
+    (``PdfText.read_head``) for the paper's title and abstract."""
+
+
 @dataclass(frozen=True)
 class RawText:
     """A file's text as its source extracted it: one string per page (page numbers are positions, 1-based),

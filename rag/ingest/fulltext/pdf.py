@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag.ingest.fulltext.base import RawText, Refused
+from rag.ingest.fulltext.base import RawText, Refused, TooManyPages
 
 if TYPE_CHECKING:
     import pypdfium2 as pdfium
@@ -40,6 +40,14 @@ class PdfText:
         self.max_pages = max_pages
 
     def read(self) -> RawText:
+        return self._read(head=0)
+
+    def read_head(self, pages: int = 2) -> RawText:
+        """The first ``pages`` pages only, whatever the page limit: enough for a too-long PDF's title, authors and
+        abstract (its full text stays refused)."""
+        return self._read(head=pages)
+
+    def _read(self, head: int) -> RawText:
         import pypdfium2 as pdfium  # here, not at import: 40 ms that only reading a PDF needs
 
         where = str(self.path)
@@ -54,9 +62,11 @@ class PdfText:
             n = len(doc)
             if n == 0:
                 raise Refused("the PDF has no pages", where=where)
-            if n > self.max_pages:
-                raise Refused(f"too many pages: {n}, more than ingest.max_pdf_pages = {self.max_pages} "
-                              "(PAPERCHAT_INGEST__MAX_PDF_PAGES)", where=where)
+            if head:
+                n = min(n, head)
+            elif n > self.max_pages:
+                raise TooManyPages(f"too many pages: {n}, more than ingest.max_pdf_pages = {self.max_pages} "
+                                   "(PAPERCHAT_INGEST__MAX_PDF_PAGES)", where=where)
             pages: list[str] = []
             first: list[tuple[str, float]] = []
             for i in range(n):

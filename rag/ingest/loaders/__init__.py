@@ -35,7 +35,7 @@ from rag.ingest.loaders.csl import CslJsonLoader
 from rag.ingest.loaders.listing import ListingLoader
 from rag.ingest.loaders.medline import MedlineLoader
 from rag.ingest.loaders.oai import ArxivOaiLoader
-from rag.ingest.loaders.pdf import MAX_PDF_PAGES, PdfLoader
+from rag.ingest.loaders.pdf import MAX_PDF_PAGES, PASSAGE_TOKENS, PdfLoader
 from rag.ingest.loaders.ris import RisLoader
 from rag.ingest.loaders.tabular import FIELDS, CsvLoader, JsonlLoader, JsonLoader
 from rag.ingest.loaders.zotero import ZoteroLoader
@@ -98,14 +98,15 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
                  mapping: dict[str, str] | None = None, abstract_chars: int | None = None,
-                 max_pdf_pages: int | None = None) -> Iterator[Item]:
+                 max_pdf_pages: int | None = None, passage_tokens: int = 0) -> Iterator[Item]:
     """Stream the papers of ``path`` (``Paper``) and the records that had to be skipped (``RecordProblem``).
 
     Whole-file problems (missing, unreadable, empty, binary, wrong encoding, unparseable, a mapping naming
     a missing column) raise ``InputError`` when this is called, before anything is yielded. Abstracts longer
     than ``abstract_chars`` (default: ``limits.abstract_chars``' default) are cut, with a warning naming
     ``file:line``; a PDF with more pages than ``max_pdf_pages`` (default: ``ingest.max_pdf_pages``' default) is
-    refused.
+    refused. With ``passage_tokens`` (full text on), each PDF's paper carries its body as passages of at most
+    that many cl100k tokens (``Paper.passages``).
     """
     p = path_of(path)
     if fmt is None:
@@ -125,6 +126,7 @@ def iter_records(path: str | os.PathLike[str], *, fmt: str | None = None,
         ctx.run(ABSTRACT_CHARS.set, abstract_chars)
     if max_pdf_pages is not None:
         ctx.run(MAX_PDF_PAGES.set, max_pdf_pages)
+    ctx.run(PASSAGE_TOKENS.set, passage_tokens)
     if fmt in (ZOTERO.name, PDF.name):  # a database or PDFs, checked by their loader (never as text)
         binary = ZOTERO if fmt == ZOTERO.name else PDF
         return _guard(ctx, ctx.run(binary.iter_records, p, None), p)
@@ -157,14 +159,16 @@ def _guard(ctx: contextvars.Context, items: Iterator[Item], path: Path) -> Itera
 
 
 def load(path: str | os.PathLike[str], *, fmt: str | None = None, mapping: dict[str, str] | None = None,
-         strict: bool = False, abstract_chars: int | None = None, max_pdf_pages: int | None = None) -> LoadResult:
+         strict: bool = False, abstract_chars: int | None = None, max_pdf_pages: int | None = None,
+         passage_tokens: int = 0) -> LoadResult:
     """Load every paper of ``path``. Skipped records are collected in ``problems``; with ``strict=True`` the
     first one raises ``InputError`` naming ``file:line`` and the reason. ``abstract_chars`` and
-    ``max_pdf_pages`` as in ``iter_records``."""
+    ``max_pdf_pages`` and ``passage_tokens`` as in ``iter_records``."""
     p = path_of(path)
     fmt = fmt or detect_format(p)
     result = LoadResult(format=fmt)
-    for item in iter_records(p, fmt=fmt, mapping=mapping, abstract_chars=abstract_chars, max_pdf_pages=max_pdf_pages):
+    for item in iter_records(p, fmt=fmt, mapping=mapping, abstract_chars=abstract_chars, max_pdf_pages=max_pdf_pages,
+                             passage_tokens=passage_tokens):
         if isinstance(item, RecordProblem):
             if strict:
                 raise InputError(item.reason, where=f"{item.file}:{item.line}")

@@ -32,9 +32,13 @@ def direction_reasons(statement: str, source: Source, evidence: str) -> list[str
     wide = 2 * WINDOW
     reasons: list[str] = []
     done: set[int] = set()
-    # "A is less stable than B" where the source says "B is more stable than A": the same comparison.
+    # "A is less stable than B" where the source says "B is more stable than A": the same comparison. B may stand
+    # further back in the source than its comparison's side reaches ("the proposed method is shown to diagnose it
+    # with fewer samples than existing approaches"): A being the source's other side is enough unless B is too
+    # (in words A does not share: "random features" / "transferred features").
     converse = {c for at, pole, side, a, b in _comparisons(ws) for _, sp, sside, sa, sb in source.comparisons
-                if sp == pole and sside != side and _shares(a - sa, sb) and _shares(b - sb, sa) for c in at}
+                if sp == pole and sside != side and _shares(a - sa, sb)
+                and (_shares(b - sb, sa) or not _shares(b - a - sa, sb)) for c in at}
     for j, w in enumerate(ws):
         for pi, side in _poles_of(w.surface):
             if pi in done or j in converse or set_aside(ws, j) or not _as_verb(ws, j) or _idiom(ws, j):

@@ -41,7 +41,10 @@ COMPUTING = Abbreviations("computing and engineering", (
     ("mcmc", "markov chain monte carlo"), ("sgd", "stochastic gradient descent"),
     ("nlp", "natural language processing"),
     ("mse", "mean squared error"), ("kl", "kullback leibler"), ("iid", "independent and identically distributed")))
-FIELD_ABBREVIATIONS = (IMMUNOLOGY, MOLECULAR, COMPUTING)
+FLUID_DYNAMICS = Abbreviations("fluid dynamics and heat transfer: the dimensionless numbers", (
+    ("pr", "prandtl"), ("re", "reynolds"), ("nu", "nusselt"), ("gr", "grashof"), ("pe", "peclet"), ("kn", "knudsen"),
+    ("ra", "rayleigh")))
+FIELD_ABBREVIATIONS = (IMMUNOLOGY, MOLECULAR, COMPUTING, FLUID_DYNAMICS)
 
 GREEK_NAMES = tuple(sorted(notation.GREEK_NAMES, key=len, reverse=True))
 _GREEK_WORD = re.compile("|".join(GREEK_NAMES))
@@ -133,3 +136,40 @@ def _expands(acronym: str, parts: Sequence[tuple[str, bool]]) -> bool:
             if "".join(p[0] for p, _ in window) == acronym and all(inner or len(p) >= least for p, inner in window):
                 return True
     return False
+
+
+# Adjectives made of a name ("Newtonian" of Newton, "Gaussian" of Gauss, "Euclidean" of Euclid, "Bayesian" of Bayes).
+_ADJECTIVE_ENDINGS = ("ian", "ean", "ic")
+
+
+def adjective_of(term: str, terms: frozenset[str]) -> bool:
+    """``term`` is an adjective made of a name in ``terms``, or a name whose adjective is in ``terms``: "newtonian"
+    for "newton", "gauss" for "gaussian" (the name at least four letters)."""
+    for end in _ADJECTIVE_ENDINGS:
+        if term.endswith(end) and len(term) - len(end) >= 4 and term[:-len(end)] in terms:
+            return True
+    return len(term) >= 4 and any(term + end in terms for end in _ADJECTIVE_ENDINGS)
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def abbreviated_in(name: str, statement: str, source_text: str) -> bool:
+    """The statement spells out what the source abbreviates: the initials of the statement's words around ``name``
+    ("restricted Boltzmann machines", "Markov random field", "Vapnik-Chervonenkis dimension") are an acronym the
+    source writes in capitals ("RBMs", "MRF", "VC-dimension"); small words ("of", "and") are skipped."""
+    mine = [p.casefold() for p in _WORD.findall(name)]
+    ws = [w for w in _WORD.findall(statement) if w.casefold() not in _LINKING]
+    low = [w.casefold() for w in ws]
+    n = len(mine)
+    for k in (k for k in range(len(low) - n + 1) if mine and low[k:k + n] == mine):
+        for a in range(max(0, k - 4), k + 1):
+            for b in range(k + n, min(len(ws), k + n + 4) + 1):
+                if 2 <= b - a <= 6 and _capitals_in("".join(w[0] for w in ws[a:b]).upper(), source_text):
+                    return True
+    return False
+
+
+def _capitals_in(acronym: str, text: str) -> bool:
+    """``text`` writes ``acronym`` as a word of its own, in capitals, maybe plural ("RBMs")."""
+    return re.search(r"(?<![A-Za-z0-9])" + re.escape(acronym) + r"s?(?![A-Za-z0-9])", text) is not None

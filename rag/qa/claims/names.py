@@ -8,7 +8,15 @@ import re
 
 import rag.qa.claims.notation as notation
 from rag.analysis import analyze
-from rag.qa.claims.forms import _DIGIT_NAME, _PROPER, _expands, _squash, named_otherwise
+from rag.qa.claims.forms import (
+    _DIGIT_NAME,
+    _PROPER,
+    _expands,
+    _squash,
+    abbreviated_in,
+    adjective_of,
+    named_otherwise,
+)
 from rag.qa.claims.source import Source
 from rag.qa.evidence import ENTITY, term_in
 
@@ -31,8 +39,8 @@ def name_reasons(statement: str, source: Source) -> list[str]:
     named += [frozenset(t for part in m.group(0).split("-") for t in analyze(part)) for m in _PROPER.finditer(folded)]
     for terms in named:
         for t in terms:
-            if not t.isascii() or term_in(t, source.terms):
-                continue  # math symbols ("χ²") are written many ways
+            if not t.isascii() or term_in(t, source.terms) or adjective_of(t, source.terms):
+                continue  # math symbols ("χ²") are written many ways; "Newtonian" names Newton
             if t.isalpha() and 2 <= len(t) <= 6 and _expands(t, source.parts()):
                 continue
             if t.isalpha() and 3 <= len(t) <= 7 and t.endswith("s") and (
@@ -43,5 +51,7 @@ def name_reasons(statement: str, source: Source) -> list[str]:
         word = m.group(0).rstrip(".")
         if missing & set(analyze(word)) and word not in bad:
             bad.append(word)
-    bad = [name for name in bad if not named_otherwise(name, source.squashed)]
+    raw = " ".join((*source.sentences, source.extra))
+    bad = [name for name in bad
+           if not named_otherwise(name, source.squashed) and not abbreviated_in(name, statement, raw)]
     return [f"{', '.join(bad)} not named in the abstract"] if bad else []
