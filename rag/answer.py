@@ -9,6 +9,20 @@ from rag.display import author_list
 from rag.qa.findings import Verdict
 
 AnswerMode = Literal["extractive", "llm"]  # who wrote the answer: the offline extractive generator or an LLM
+# How long an answer is: brief (2-3 sentences citing at most 3 papers), normal, or thorough (every retrieved
+# paper that bears on the question, grouped by what each says)
+AnswerLength = Literal["brief", "normal", "thorough"]
+LENGTHS: tuple[AnswerLength, ...] = ("brief", "normal", "thorough")
+
+
+def check_length(length: str | None) -> AnswerLength:
+    """An answer length as given by a front end (None: normal); ``InputError`` naming the choices."""
+    from rag.errors import InputError
+
+    value = (length or "normal").strip().lower()
+    if value not in LENGTHS:
+        raise InputError(f"unknown answer length {length!r}: give one of {', '.join(LENGTHS)}")
+    return value
 
 
 class AppliedFilters(TypedDict, total=False):

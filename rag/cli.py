@@ -10,9 +10,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rag.answer import LENGTHS
 from rag.config import Settings, get_settings
 from rag.display import author_list
 from rag.errors import InputError, PaperchatError
+
+_LENGTH_HELP = ("answer length: brief (2-3 sentences, at most 3 papers), normal (the default) or thorough "
+                "(every retrieved paper that bears on the question, grouped by what each says)")
 
 if TYPE_CHECKING:
     from rag.ingest.loaders.base import RecordProblem
@@ -171,9 +175,7 @@ def cmd_papers(args: argparse.Namespace, settings: Settings) -> int:
 
 def _scoped(rt: Any, query: Any) -> Any:
     """The query with its collection's members as paper ids (unchanged without a collection)."""
-    from rag.index.paper_query import scoped
-
-    return scoped(query, rt.collections().members(query.collection)) if query.collection else query
+    return rt.collections().scope(query)
 
 
 @command("collection")
@@ -281,7 +283,8 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         chain = AnswerChain(rt)
         first = True
         for turns in conversations:
-            conv = Conversation(chain, k=args.k, filters=None if filters.is_empty() else filters, mode=mode)
+            conv = Conversation(chain, k=args.k, filters=None if filters.is_empty() else filters, mode=mode,
+                                length=args.length)
             for question in turns:
                 answer = conv.ask(question)
                 if args.json:
@@ -317,10 +320,9 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
             raise EmptyLibrary(f"{EmptyLibrary()}, or `paperchat ingest --sample` for the bundled sample corpus")
         papers = len(rt.store.paper_ids())
         print(f"paperchat — {papers} papers, {mode} answers. Ask a question; /new starts over; an empty line quits.")
-        scope = PaperQuery(collection=args.collection) if args.collection else None
-        if scope:
-            rt.collections().members(scope.collection or "")  # an unknown name fails before the first question
-        conv = Conversation(AnswerChain(rt), k=args.k, filters=scope, mode=mode)
+        # an unknown or ambiguous name fails before the first question
+        scope = PaperQuery(collection=rt.collections().resolve(args.collection)) if args.collection else None
+        conv = Conversation(AnswerChain(rt), k=args.k, filters=scope, mode=mode, length=args.length)
         cid = None
         if restored is not None:
             cid, conv.turns = restored.id, list(restored.answers)
@@ -452,11 +454,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="only these papers (repeatable)")
     ask.add_argument("--collection", metavar="NAME", help="only papers in this collection")
     ask.add_argument("--json", action="store_true", help="print one JSON object per turn, one per line")
+    ask.add_argument("--length", choices=LENGTHS, help=_LENGTH_HELP)
 
     chat = sub.add_parser("chat", help="an interactive conversation in the terminal")
     chat.add_argument("--k", type=int, help="papers retrieved per answer (default: retrieval.k)")
     chat.add_argument("--collection", metavar="NAME", help="ask within this collection")
     chat.add_argument("--mode", choices=["extractive", "llm"], help="answer mode (default: llm when configured)")
+    chat.add_argument("--length", choices=LENGTHS, help=_LENGTH_HELP)
     chat.add_argument("--resume", nargs="?", const="", metavar="ID", help="go on with a saved conversation (an id "
                       "or its first digits, from `paperchat conversations list`; the latest without one)")
 

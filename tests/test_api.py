@@ -332,6 +332,14 @@ def test_collections_list_scope_papers_search_ask_and_chat(served: Served) -> No
             inside = http.post("/v1/ask", json={"question": "How does federated learning handle clients?",
                                                 "collection": "Federated reading"}).json()
             assert inside["citations"] and {c["paper_id"] for c in inside["citations"]} <= set(fed)
+            # named as people type it (any case), and a brief answer (issue 32)
+            typed = http.post("/v1/ask", json={"question": "How does federated learning handle clients?",
+                                               "collection": "federated READING", "length": "brief"}).json()
+            assert typed["filters"]["collection"] == "Federated reading"
+            assert typed["citations"] and {c["paper_id"] for c in typed["citations"]} <= set(fed)
+            assert len(typed["answer"]) < len(inside["answer"])
+            bad = http.post("/v1/ask", json={"question": "What is EPPO?", "length": "short"})
+            assert bad.status_code in (400, 422) and "length" in bad.text
             chat = http.post("/v1/chat/completions", json={
                 "model": "paperchat-extractive", "collection": "Federated reading",
                 "messages": [{"role": "user", "content": "How does federated learning handle clients?"}]}).json()

@@ -199,6 +199,10 @@ def test_collections_scope_search_ask_and_list(home: dict[str, Any], embedder) -
                                                                  "collection": "Tides and EPPO"}))
             assert answer["filters"]["collection"] == "Tides and EPPO"
             assert answer["citations"] and {c["paper_id"] for c in answer["citations"]} <= set(picked)
+            typed = _data(await client.call_tool("ask_papers", {"question": "What does EPPO penalize?",
+                                                                "collection": "tides AND eppo", "length": "brief"}))
+            assert typed["filters"]["collection"] == "Tides and EPPO" and typed["citations"]
+            assert len(typed["answer"]) < len(answer["answer"])  # brief: the reference lines carry no summary
             unknown = await client.call_tool("ask_papers", {"question": "What is EPPO?", "collection": "Tides"})
             assert unknown.is_error and "no collection named 'Tides'" in unknown.content[0].text
             assert "'Tides and EPPO'" in unknown.content[0].text

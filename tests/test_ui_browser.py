@@ -398,6 +398,17 @@ def test_chat_collection_picker_scopes_the_answer(page: Any, app_server: dict[st
     page.wait_for_function("document.querySelector('#pc-collection input').value === ''")
 
 
+def test_the_answer_length_control_gives_a_brief_or_a_thorough_answer(page: Any, app_server: dict[str, Any]) -> None:
+    question = "Which papers use reinforcement learning from human feedback?"
+    sizes = {}
+    for n, length in enumerate(("brief", "thorough")):
+        page.locator(f"#pc-length label:has-text('{length}')").click()
+        msg = ask(page, question, answers_before=n)
+        sizes[length] = (len(cited_ids(app_server, page)), len(msg.inner_text()))
+    assert 1 <= sizes["brief"][0] <= 3 and sizes["brief"][0] <= sizes["thorough"][0]
+    assert sizes["brief"][1] < sizes["thorough"][1]  # brief: 2-3 sentences, the papers named without summaries
+
+
 def test_llm_mode_streams_sentences_and_notes_what_is_not_in_the_source(browser: Any,
                                                                        app_server: dict[str, Any]) -> None:
     """A second app over the same store, answering through a fake OpenAI-compatible endpoint."""

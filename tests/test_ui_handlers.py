@@ -122,3 +122,16 @@ def test_library_search_and_a_collection_that_loses_its_last_paper(ctx: AppConte
     assert [r[-1] for r in table] == [r[-1] for r in everything]  # the library, not the gone collection
     with pytest.warns(UserWarning, match="Tick papers"):
         assert collections.ask_these([[False, *rows[0][1:]]], None) == (gr.skip(),) * 8
+
+
+def test_the_answer_length_control_shapes_the_answer(ctx: AppContext) -> None:
+    """The chat's *Answer length* control (issue 32): brief is shorter than normal, no summary lines."""
+    handlers = chat.ChatHandlers(ctx)
+    answers = {}
+    for length in ("normal", "brief"):
+        state = Session()
+        list(handlers.ask(QUESTION, [], state, 5, "extractive", None, None, None, None, None, None, length))
+        answers[length] = state.answers[-1]
+    assert answers["brief"].citations and len(answers["brief"].citations) <= 3
+    assert len(answers["brief"].answer) < len(answers["normal"].answer)
+    assert " \u2014 " not in answers["brief"].answer and " \u2014 " in answers["normal"].answer

@@ -44,7 +44,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as ASGIMessage
 
 from rag import limits
-from rag.answer import Answer, AnswerMode
+from rag.answer import Answer, AnswerLength, AnswerMode
 from rag.config import Settings
 from rag.errors import (
     BudgetExceeded,
@@ -193,6 +193,11 @@ def _collection() -> Any:
                  "lists them); the same as filters.collection")
 
 
+def _length() -> Any:
+    return Field(None, description="answer length: brief (2-3 sentences, at most 3 papers), normal (the default) "
+                 "or thorough (every retrieved paper that bears on the question, grouped by what each says)")
+
+
 def filters_of(filters: Filters | None, collection: str | None) -> dict[str, Any] | None:
     """A request's filters with its top-level ``collection`` folded in (400 when the two name different ones)."""
     out = filters.as_dict() if filters else {}
@@ -214,6 +219,7 @@ class ChatRequest(BaseModel):
     k: int | None = Field(None, ge=1, le=50, description="papers retrieved (paperchat extension)")
     filters: Filters | None = Field(None, description="paper filters (paperchat extension)")
     collection: str | None = _collection()
+    length: AnswerLength | None = _length()
 
 
 class AskRequest(BaseModel):
@@ -224,6 +230,7 @@ class AskRequest(BaseModel):
     k: int | None = Field(None, ge=1, le=50)
     filters: Filters | None = None
     collection: str | None = _collection()
+    length: AnswerLength | None = _length()
 
 
 class SearchRequest(BaseModel):
@@ -367,7 +374,7 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
         mode = mode_of(req.model)
         messages = check_messages(req.messages)
         filters = filters_of(req.filters, req.collection)
-        answer: Answer = await compute(library.ask_messages, lib, messages, mode, req.k, filters)
+        answer: Answer = await compute(library.ask_messages, lib, messages, mode, req.k, filters, req.length)
         text = library.answer_text(answer)
         turn = answer.to_dict()
         cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
@@ -393,7 +400,7 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
         history_msgs = check_messages(req.history)
         messages = history_msgs + [{"role": "user", "content": req.question}]
         filters = filters_of(req.filters, req.collection)
-        answer: Answer = await compute(library.ask_messages, lib, messages, req.mode, req.k, filters)
+        answer: Answer = await compute(library.ask_messages, lib, messages, req.mode, req.k, filters, req.length)
         return answer.to_dict()
 
     @app.post("/v1/search", tags=["paperchat"])

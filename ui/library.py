@@ -17,14 +17,14 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
 from rag.answer import Answer, AnswerMode, Citation, closest_line
 from rag.config import Settings
 from rag.display import author_list
 from rag.errors import InputError
 from rag.index.collections import check_name
-from rag.index.paper_query import PaperQuery, find_papers, scoped
+from rag.index.paper_query import PaperQuery, find_papers
 from rag.index.store import ChromaStore
 from rag.limits import check_question
 from rag.qa.chain import AnswerChain
@@ -90,7 +90,7 @@ def resolve(runtime: Runtime, q: PaperQuery | None) -> PaperQuery | None:
     ``InputError`` naming the known ones."""
     if q is None or not q.collection:
         return q
-    return scoped(q, runtime.collections().members(q.collection))
+    return cast(PaperQuery, runtime.collections().scope(q))
 
 
 # ---- collections ---------------------------------------------------------------------------------------
@@ -277,14 +277,15 @@ def history_from_messages(lib: Library, messages: Sequence[dict[str, Any]]) -> t
 
 
 def ask(lib: Library, question: str, history: Sequence[Answer] = (), mode: AnswerMode | None = None,
-        k: int | None = None, filters: dict[str, Any] | None = None) -> Answer:
-    """One verified, cited turn (``Answer.to_dict()`` is the ``ask --json`` schema)."""
-    return lib.chain.ask(question, history=list(history), k=k, filters=query_from(filters), mode=mode)
+        k: int | None = None, filters: dict[str, Any] | None = None, length: str | None = None) -> Answer:
+    """One verified, cited turn (``Answer.to_dict()`` is the ``ask --json`` schema); ``length``: brief, normal
+    (None) or thorough."""
+    return lib.chain.ask(question, history=list(history), k=k, filters=query_from(filters), mode=mode, length=length)
 
 
 def ask_messages(lib: Library, messages: Sequence[dict[str, Any]], mode: AnswerMode | None = None, k: int | None = None,
-                 filters: dict[str, Any] | None = None) -> Answer:
+                 filters: dict[str, Any] | None = None, length: str | None = None) -> Answer:
     """``ask`` for a whole conversation of chat messages (the last one is the question)."""
     question, history = history_from_messages(lib, messages)
-    return ask(lib, question, history, mode, k, filters)
+    return ask(lib, question, history, mode, k, filters, length)
 

@@ -59,6 +59,39 @@ def check_name(raw: str) -> str:
     return name
 
 
+def resolve_name(raw: str, known: Iterable[str]) -> str:
+    """The collection a person means by ``raw``, among the ``known`` names: the exact name; else the one name
+    equal to it ignoring case, or whose last part (``Distributed Systems`` of ``Computer Science/Distributed
+    Systems``) or trailing parts equal it ignoring case. ``InputError`` listing the candidates when several
+    match, or the closest names when none does (one function for every front end: CLI, API, MCP, UI and the
+    collections a question names)."""
+    name = check_name(raw)
+    names = list(dict.fromkeys(known))
+    if name in names:
+        return name
+    want = name.casefold()
+    same = [n for n in names if n.casefold() == want]
+    if len(same) == 1:
+        return same[0]
+    tails = same or [n for n in names if n.casefold().endswith("/" + want)]
+    if len(tails) == 1:
+        return tails[0]
+    if tails:
+        listed = ", ".join(repr(n) for n in sorted(tails, key=str.casefold))
+        raise InputError(f"the collection name {name!r} is ambiguous: it could be {listed}; give the full name")
+    if not names:
+        raise InputError(f"no collection named {name!r}: there are no collections yet; make one with "
+                         "`paperchat collection add NAME --search WORDS` (or --author, --category, --paper-id) "
+                         "or `paperchat ingest FILE --collection NAME`")
+    folded = {n.casefold(): n for n in names}
+    folded.update((n.rsplit("/", 1)[-1].casefold(), n) for n in names if "/" in n)
+    close = list(dict.fromkeys(folded[c] for c in difflib.get_close_matches(want, list(folded), n=3, cutoff=0.6)))
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    listed = ", ".join(repr(k) for k in names[:10]) + (" …" if len(names) > 10 else "")
+    raise InputError(f"no collection named {name!r}{hint} (collections: {listed}; "
+                     "`paperchat collection list` shows them all)")
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -143,12 +176,30 @@ class Collections:
 
     @_guarded
     def members(self, name: str) -> frozenset[str]:
-        """Paper ids of a collection; ``InputError`` naming the known ones when there is no such collection."""
-        name = check_name(name)
-        found = frozenset(md[PAPER] for md in self._iter({NAME: name}))
-        if not found:
-            raise self.unknown(name)
-        return found
+        """Paper ids of a collection, named as a person types it (:meth:`resolve`); ``InputError`` naming the
+        candidates (ambiguous) or the closest known ones (unknown)."""
+        found = self._members(check_name(name))
+        return found or self._members(self.resolve(name))
+
+    def _members(self, name: str) -> frozenset[str]:
+        return frozenset(md[PAPER] for md in self._iter({NAME: name}))
+
+    def resolve(self, name: str) -> str:
+        """The stored name of the collection ``name`` means (:func:`resolve_name`)."""
+        return resolve_name(name, self.names())
+
+    @_guarded
+    def scope(self, q: Any) -> Any:
+        """A ``PaperQuery`` with its collection resolved to the stored name and its members as paper ids
+        (unchanged without a collection)."""
+        from dataclasses import replace
+
+        from rag.index.paper_query import scoped
+
+        if not getattr(q, "collection", None):
+            return q
+        named = replace(q, collection=self.resolve(q.collection))
+        return scoped(named, self._members(named.collection))
 
     @_guarded
     def of_papers(self, paper_ids: Iterable[str]) -> dict[str, list[str]]:
@@ -167,17 +218,12 @@ class Collections:
         return col is not None and bool(col.get(where={SOURCE: source}, include=[], limit=1)["ids"])
 
     def unknown(self, name: str) -> InputError:
-        known = self.names()
-        if not known:
-            return InputError(f"no collection named {name!r}: there are no collections yet; make one with "
-                              "`paperchat collection add NAME --search WORDS` (or --author, --category, --paper-id) "
-                              "or `paperchat ingest FILE --collection NAME`")
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) or [
-            k for k in known if k.casefold() == name.casefold()]
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        listed = ", ".join(repr(k) for k in known[:10]) + (" …" if len(known) > 10 else "")
-        return InputError(f"no collection named {name!r}{hint} (collections: {listed}; "
-                          "`paperchat collection list` shows them all)")
+        """The error for a name that is not stored (its candidates or the closest names)."""
+        try:
+            found = resolve_name(name, self.names())
+        except InputError as e:
+            return e
+        return InputError(f"no collection named {name!r}; did you mean {found!r}? (give the full name to change it)")
 
     # ---- writes --------------------------------------------------------------------------------------
     @_guarded
@@ -200,7 +246,8 @@ class Collections:
     def remove(self, name: str, paper_ids: Iterable[str]) -> int:
         """Take papers out of a collection (never out of the library). Returns how many were in it."""
         name = check_name(name)
-        self.members(name)  # an unknown name is an error, not a silent no-op
+        if not self._members(name):  # an unknown name is an error, not a silent no-op
+            raise self.unknown(name)
         ids = sorted(self._present(name, sorted(set(paper_ids))))
         self._delete([_row_id(name, p) for p in ids])
         return len(ids)
@@ -208,7 +255,9 @@ class Collections:
     @_guarded
     def delete(self, name: str) -> int:
         """Delete a collection (its papers stay in the library). Returns how many papers it held."""
-        members = self.members(name)
+        members = self._members(check_name(name))
+        if not members:
+            raise self.unknown(name)
         self._delete([_row_id(check_name(name), p) for p in members])
         return len(members)
 

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from langchain_core.runnables import RunnableLambda, RunnableSequence
 
-from rag.answer import Answer, filter_phrases
+from rag.answer import Answer, AnswerLength, check_length, filter_phrases
 from rag.config import Settings
 from rag.errors import ConfigError, EmptyLibrary, InputError, UpstreamError
 from rag.index.embeddings import WrappedEmbedder
-from rag.index.paper_query import PaperQuery, scoped
+from rag.index.paper_query import PaperQuery
 from rag.limits import check_question
 from rag.qa.condense import (
     Condensed,
@@ -77,6 +77,7 @@ class TurnState:
     explicit: PaperQuery | None  # filters given beside the question (CLI flags, UI controls)
     mode: AnswerMode
     live: bool  # the reader watches the text arrive; else the model's reply is requested whole
+    length: AnswerLength = "normal"  # brief, normal or thorough (``rag.answer.AnswerLength``)
     started: float = field(default_factory=time.perf_counter)
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds per stage, as in Answer.timings
     warnings: list[str] = field(default_factory=list)  # for the reader, added stage by stage
@@ -176,14 +177,16 @@ class AnswerChain:
     # ---- public API ---------------------------------------------------------------------------
     def stream(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
                filters: PaperQuery | None = None, mode: AnswerMode | None = None, *,
-               live: bool = True) -> Iterator[str | Answer]:
+               live: bool = True, length: str | None = None) -> Iterator[str | Answer]:
         """Answer text pieces as they are produced, then the verified ``Answer`` (whose text may differ:
         invalid citations removed, numbers renumbered). When the model's stream breaks off, the ``Answer`` is
         the verified part received with ``complete=False``; if that part cites nothing, ``UpstreamError``.
 
         ``live=False`` yields the ``Answer`` alone, and a model is asked for its whole reply at once, so a
-        reply cut off midway is retried instead of kept (``ask``)."""
-        state = self.until_text.invoke(self._start(question, history, k, filters, mode, live))
+        reply cut off midway is retried instead of kept (``ask``). ``length``: brief, normal (None) or thorough."""
+        start = self._start(question, history, k, filters, mode, live)
+        start.length = check_length(length)
+        state = self.until_text.invoke(start)
         t0 = time.perf_counter()
         for item in state.output:
             if isinstance(item, Generation):
@@ -196,10 +199,10 @@ class AnswerChain:
         yield answer
 
     def ask(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
-            filters: PaperQuery | None = None, mode: AnswerMode | None = None) -> Answer:
+            filters: PaperQuery | None = None, mode: AnswerMode | None = None, length: str | None = None) -> Answer:
         """Answer one turn; ``history`` holds the conversation's earlier answers. The same driver as
         ``stream``, drained: only how the model's reply arrives differs."""
-        *_, answer = self.stream(question, history, k, filters, mode, live=False)
+        *_, answer = self.stream(question, history, k, filters, mode, live=False, length=length)
         assert isinstance(answer, Answer)
         return answer
 
@@ -244,8 +247,8 @@ class AnswerChain:
         parsed = parse_question(state.question, catalog_for(self.runtime.lexical, self.runtime.store), names)
         state.filters = merge_filters(parsed.filters, state.explicit)
         if state.filters.collection:
-            members = self.runtime.collections().members(state.filters.collection)
-            state.scoped = scoped(state.filters, members)
+            state.scoped = self.runtime.collections().scope(state.filters)
+            state.filters.collection = state.scoped.collection
         state.named_filters = not parsed.filters.is_empty()
         state.cleaned = parsed.cleaned
         state.listing = not state.filters.is_empty() and not content_terms(parsed.cleaned)
@@ -367,26 +370,29 @@ class AnswerChain:
                                restrict_to=list(condensed.prefer_ids) if condensed.follow_up and is_selection(
                                    condensed.question) else None,
                                filtered=not state.filters.is_empty(), listing=state.listing,
-                               filter_text=describe_filters(state.filters), total_matches=state.total_matches)
+                               filter_text=describe_filters(state.filters), total_matches=state.total_matches,
+                               length=state.length)
 
 
 class Conversation:
     """A multi-turn conversation over one chain; every ``ask`` sees the earlier turns."""
 
     def __init__(self, chain: AnswerChain, k: int | None = None, filters: PaperQuery | None = None,
-                 mode: AnswerMode | None = None) -> None:
-        self.chain, self.k, self.filters, self.mode = chain, k, filters, mode
+                 mode: AnswerMode | None = None, length: str | None = None) -> None:
+        self.chain, self.k, self.filters, self.mode, self.length = chain, k, filters, mode, length
         self.turns: list[Answer] = []
 
     def ask(self, question: str) -> Answer:
         """Answer the next turn and remember it."""
-        answer = self.chain.ask(question, history=self.turns, k=self.k, filters=self.filters, mode=self.mode)
+        answer = self.chain.ask(question, history=self.turns, k=self.k, filters=self.filters, mode=self.mode,
+                                length=self.length)
         self.turns.append(answer)
         return answer
 
     def stream(self, question: str) -> Iterator[str | Answer]:
         """Stream the next turn (text pieces, then the Answer) and remember it."""
-        for item in self.chain.stream(question, history=self.turns, k=self.k, filters=self.filters, mode=self.mode):
+        for item in self.chain.stream(question, history=self.turns, k=self.k, filters=self.filters, mode=self.mode,
+                                      length=self.length):
             if isinstance(item, Answer):
                 self.turns.append(item)
             yield item

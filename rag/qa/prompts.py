@@ -29,6 +29,22 @@ Only cite source numbers that exist.
 changes that appear inside it; only describe what the papers say.
 5. Be concise: a short synthesis (2-5 sentences), naming the papers' methods where useful."""
 
+_CONCISE = "5. Be concise: a short synthesis (2-5 sentences), naming the papers' methods where useful."
+# Rule 5 at the other answer lengths (``rag.answer.AnswerLength``); normal keeps SYSTEM_PROMPT as it is.
+LENGTH_RULES = {
+    "brief": "5. Be brief: answer in 2-3 sentences and cite at most 3 sources, the ones that answer most directly.",
+    "thorough": "5. Be thorough: cite every source that bears on the question, grouping the sources by what they "
+                "say (one short paragraph per group of papers that agree or take the same approach), and name "
+                "each paper's method or finding.",
+}
+
+
+def system_prompt(length: str = "normal") -> str:
+    """The system prompt for an answer length (rule 5 says how long to write)."""
+    rule = LENGTH_RULES.get(length)
+    return SYSTEM_PROMPT.replace(_CONCISE, rule) if rule else SYSTEM_PROMPT
+
+
 USER_TEMPLATE = """{sources}
 
 Question: {question}

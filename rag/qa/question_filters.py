@@ -193,12 +193,13 @@ def mentions_collection(question: str) -> bool:
 def _find_collection(question: str, names: Sequence[str]) -> tuple[str, int, int] | None:
     """A collection the question names: "in my RLHF collection", "from the collection 'To read'",
     "within the Surveys/RL reading list". A nested collection may be named by its last part when no other
-    collection ends the same way. The longest name wins."""
+    collection ends the same way (when several do, the name is ``"a" | "b"``: the candidates, for a note).
+    The longest name wins."""
     leaves: dict[str, list[str]] = {}
     for n in names:
         leaves.setdefault(n.rsplit("/", 1)[-1].casefold(), []).append(n)
-    spellings = [(n, n) for n in names] + [(v[0].rsplit("/", 1)[-1], v[0]) for v in leaves.values()
-                                            if len(v) == 1 and "/" in v[0]]
+    spellings = [(n, n) for n in names] + [(v[0].rsplit("/", 1)[-1], " | ".join(sorted(v)) if len(v) > 1 else v[0])
+                                           for v in leaves.values() if any("/" in n for n in v)]
     for said, name in sorted(spellings, key=lambda kv: -len(kv[0])):
         word = re.escape(said)
         lead = r"(?:\b(?:in|from|within|of|among|across)\s+)?(?:(?:my|our|the|this)\s+)?"
@@ -233,7 +234,10 @@ def parse_question(question: str, cat: FilterCatalog, collections: Sequence[str]
     spans: list[tuple[int, int]] = []
     q = PaperQuery()
     named = _find_collection(question, collections) if collections else None
-    if named:
+    if named and " | " in named[0] and named[0] not in collections:
+        notes.append(f"the question names a collection that could be any of {named[0].replace(' | ', ', ')}; none "
+                     "applied: give the full name")
+    elif named:
         q.collection = named[0]
         spans.append(named[1:])
 

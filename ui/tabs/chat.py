@@ -10,7 +10,7 @@ from typing import Any
 
 import gradio as gr
 
-from rag.answer import Answer
+from rag.answer import LENGTHS, Answer
 from rag.errors import PaperchatError
 from rag.index.paper_query import PaperQuery
 from rag.limits import check_question
@@ -49,6 +49,7 @@ class ChatTab:
     bib_btn: gr.Button
     download: gr.File
     sources: gr.Markdown
+    length: gr.Radio | None = None  # brief, normal, thorough (rag.answer.AnswerLength)
 
     @property
     def filter_controls(self) -> list[Any]:
@@ -63,7 +64,7 @@ def build(ctx: AppContext, cats: list[str], collection_choices: list[Any], examp
     with gr.Row(equal_height=True, elem_id="pc-controls"):
         category = gr.Dropdown(cats, value=None, label="Category", allow_custom_value=True,
                                elem_id="pc-category", scale=2, min_width=170)
-        collection = gr.Dropdown(collection_choices, value=None, label="Collection",
+        collection = gr.Dropdown(collection_choices, value=None, label="Collection", allow_custom_value=True,
                                  elem_id="pc-collection", scale=2, min_width=160)
         author = gr.Textbox(label="Author", placeholder="name or surname", elem_id="pc-author", scale=2,
                             min_width=140)
@@ -75,6 +76,8 @@ def build(ctx: AppContext, cats: list[str], collection_choices: list[Any], examp
                       scale=2, min_width=150)
         mode = gr.Radio(modes, value=resolve_mode(settings, None), label="Answer mode", elem_id="pc-mode", scale=2,
                         min_width=150)
+        length = gr.Radio(list(LENGTHS), value="normal", label="Answer length", elem_id="pc-length", scale=2,
+                          min_width=150)
         clear_btn = gr.Button("Clear filters", size="sm", elem_id="pc-clear-filters", scale=0,
                               min_width=110)
     scope_md = gr.Markdown("", elem_id="pc-scope")
@@ -102,7 +105,7 @@ def build(ctx: AppContext, cats: list[str], collection_choices: list[Any], examp
             sources = gr.Markdown(render.sources_html(None), elem_id="pc-sources", max_height=700,
                                   latex_delimiters=LATEX_DELIMITERS, sanitize_html=True)
     return ChatTab(category, collection, author, year_from, year_to, k, mode, clear_btn, scope_md, chatbot,
-                   question, ask_btn, new_btn, md_btn, bib_btn, download, sources)
+                   question, ask_btn, new_btn, md_btn, bib_btn, download, sources, length=length)
 
 
 # ---- handlers ----------------------------------------------------------------------------------------
@@ -116,7 +119,8 @@ class ChatHandlers:
 
     def ask(self, text: str, chat: list[dict[str, Any]], state: Session, k_: float, mode_: str,
             cat: str | None, who: str | None, y0: Any, y1: Any, coll: str | None = None,
-            within: list[str] | None = None, request: gr.Request | None = None) -> Iterator[tuple[Any, ...]]:
+            within: list[str] | None = None, length: str | None = None,
+            request: gr.Request | None = None) -> Iterator[tuple[Any, ...]]:
         """Stream the answer into the chat, yielding (chat, state, sources, question, *filter controls); the
         answered turn is saved to the asker's conversation (``request``: whose, when there is a login)."""
         settings, chain = self.ctx.settings, self.ctx.chain
@@ -141,7 +145,7 @@ class ChatHandlers:
             answer = None
             for item in chain.stream(text, history=state.answers, k=int(k_),
                                      filters=None if filters.is_empty() else filters,
-                                     mode=chain.resolve_mode(mode_)):
+                                     mode=chain.resolve_mode(mode_), length=length):
                 if isinstance(item, Answer):
                     answer = item
                     continue
@@ -242,7 +246,8 @@ def wire(tab: ChatTab, handlers: ChatHandlers, session: gr.State, scope_ids: gr.
     """The tab's events, in the order the app has always registered them (Gradio numbers them in that order);
     returns the events that answer a question (the sidebar follows each with its list)."""
     ask, filters = handlers.ask, tab.filter_controls  # one bound method: one default concurrency group
-    ask_io: dict[str, Any] = {"inputs": [tab.question, tab.chatbot, session, tab.k, tab.mode, *filters, scope_ids],
+    ask_io: dict[str, Any] = {"inputs": [tab.question, tab.chatbot, session, tab.k, tab.mode, *filters, scope_ids,
+                                         tab.length],
                               "outputs": [tab.chatbot, session, tab.sources, tab.question, *filters],
                               "show_progress": "minimal"}
     asked = [tab.question.submit(ask, api_name="ask", **ask_io),  # a stable API name for scripted clients

@@ -12,7 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rag.answer import AnswerMode
+from rag.answer import AnswerLength, AnswerMode
 from rag.qa.evidence import QuestionScorer
 from rag.qa.retrieval import PaperHit
 
@@ -32,6 +32,7 @@ class GenerationInput:
     listing: bool = False  # the question only asks which papers match the filters
     filter_text: str = ""  # the filters in words, for listing answers
     total_matches: int | None = None  # papers matching the filters (listing answers say "5 of 8")
+    length: AnswerLength = "normal"  # brief (2-3 sentences, <= 3 papers), normal, thorough (every paper that bears)
 
 
 @dataclass
@@ -63,4 +64,4 @@ class Generator(Protocol):
         ...
 
 
-__all__ = ["AnswerMode", "Generation", "GenerationInput", "Generator"]
+__all__ = ["AnswerLength", "AnswerMode", "Generation", "GenerationInput", "Generator"]

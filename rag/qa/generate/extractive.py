@@ -6,7 +6,10 @@ only when its own evidence answers too: for a question that asks for several pap
 "compare…") strong evidence close to the lead's, and for a question after one answer, a best passage
 that covers the question's rare terms and a best sentence about as well as the lead's (sharing some
 words is not enough). The answer is 2-4 of the best non-redundant sentences (grouped by paper, "we"
-turned into the authors' names), then one line per cited paper on what it contributes. When no paper's
+turned into the authors' names, each made to read on its own: ``standalone``), then one line per cited paper
+on what it contributes. At ``length`` brief, at most 3 papers and 2-3 sentences, the lines naming the papers
+only; at thorough, also every other paper whose evidence reaches the floor a second paper needs, one paragraph
+per group of papers whose best sentences say alike things. When no paper's
 evidence is strong enough, or the papers it would cite never mention a name the question uses (a method,
 language or dataset: "Transformer", "English-German", see ``names``), the reply is the fixed cannot-answer
 sentence; the generation names the papers that came closest (not cited) so the user can rephrase, and for a
@@ -36,6 +39,7 @@ from rag.qa.evidence import (
 )
 from rag.qa.generate import AnswerMode, Generation, GenerationInput
 from rag.qa.generate.names import SpecificTerm, missing_terms
+from rag.qa.generate.standalone import drop_connective, leans_back, name_subject, standalone, third_person
 from rag.qa.injection import drop_markers, payload_terms
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.qa.retrieval import PaperHit
@@ -93,14 +97,6 @@ class _Pick:
     score: float
 
 
-def _third_person(verb: str) -> str:
-    if re.search(r"(s|sh|ch|x|z|o)$", verb):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", verb):
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
 def _pronouns(text: str) -> str:
     """First person plural → third person, outside math."""
     table = {"we": "they", "our": "their", "ours": "theirs", "us": "them", "ourselves": "themselves"}
@@ -131,7 +127,7 @@ def attribute(sentence: str, authors: list[str], first: bool) -> str:
             if len(authors) == 1:  # "We propose" → "Rudin proposes"
                 vm = _ADVERB.match(rest)
                 if vm and vm.group(2) not in ("can", "may", "will", "must", "should", "could", "would"):
-                    rest = (vm.group(1) or "") + _third_person(vm.group(2)) + vm.group(3)
+                    rest = (vm.group(1) or "") + third_person(vm.group(2)) + vm.group(3)
             sentence = f"{who} {rest}"
         elif _THIS_WORK.match(sentence):
             sentence = _THIS_WORK.sub(lambda m: f"The {m.group(1).lower()} by {who}", sentence, count=1)
@@ -164,6 +160,12 @@ def cite(sentence: str, n: int) -> str:
 def _finish(sentence: str) -> str:
     sentence = drop_markers(sentence).strip()  # the abstract's own "[7]" is no citation of ours
     return sentence if _TERMINAL.search(sentence) else sentence + "."
+
+
+def _readable(sentence: str, authors: list[str]) -> str:
+    """An abstract sentence as it reads alone (``standalone``); one that leans on the sentence before keeps
+    its pronoun (it was picked only for want of another), without a leading connective."""
+    return standalone(sentence, authors) or drop_connective(sentence)
 
 
 def _display_label(hit: PaperHit) -> str:
@@ -215,6 +217,9 @@ class ExtractiveGenerator:
     MAX_SENTENCES = 4
     REDUNDANT = 0.9  # cosine above which two sentences say the same thing
     MIN_WORDS = 6
+    BRIEF_PAPERS = 3  # --length brief: at most this many papers…
+    BRIEF_SENTENCES = 3  # …and sentences (2 from a single paper)
+    GROUP = 0.45  # --length thorough: cosine of two papers' best sentences from which they say the same thing
 
     def __init__(self, evidence: EvidenceIndex) -> None:
         self.evidence = evidence
@@ -241,9 +246,10 @@ class ExtractiveGenerator:
             closest = [hits[i] for i in judged.closest]
             why = [_missing_note(judged.missing, closest)] if judged.missing else []
             return [CANNOT_ANSWER], Generation(CANNOT_ANSWER, [], answerable=False, closest=closest, warnings=why)
-        picks = self._pick_sentences(judged.cited, evs, judged.rows)
+        picks = self._pick_sentences(judged.cited, evs, judged.rows, inp.length)
         order = [i for i in judged.cited if any(p.paper == i for p in picks)]
-        return self._render(hits, evs, judged.rows, order, picks)
+        groups = self._groups(order, picks, evs) if inp.length == "thorough" else [order]
+        return self._render(hits, evs, judged.rows, groups, picks, brief=inp.length == "brief")
 
     def _judge(self, inp: GenerationInput, evs: list[PaperEvidence]) -> _Judgement:
         """Which papers answer the question (empty: none does), best first, with their sentence scores."""
@@ -300,6 +306,7 @@ class ExtractiveGenerator:
             return key[i] >= self.KEY_RELATIVE * key[lead] and best[i] >= self.BEST_RELATIVE * best[lead]
 
         cited = [lead] + [i for i in range(len(hits)) if i != lead and answers_too(i)]
+        cited = self._by_length(cited, ranking, second, inp.length)
         if inp.restrict_to is not None:
             cited = [i for i in cited if i == 0 or hits[i].paper_id in inp.restrict_to]
         log.debug("extractive lead %d, several %s, key %s, best %s -> %s", lead, several,
@@ -312,6 +319,16 @@ class ExtractiveGenerator:
             near = cited + [i for i in closest if i not in cited]
             return _Judgement([], rows, near[:self.MAX_CLOSEST], missing)
         return _Judgement(cited, rows, closest)
+
+    def _by_length(self, cited: list[int], ranking: list[float], floor: float, length: str) -> list[int]:
+        """The papers cited at an answer length: brief, the first ``BRIEF_PAPERS``; thorough, also every other
+        paper whose evidence reaches the ``floor`` a second paper needs (best first); normal, as judged."""
+        if length == "brief":
+            return cited[:self.BRIEF_PAPERS]
+        if length == "thorough":
+            return cited + sorted((i for i in range(len(ranking)) if i not in cited and ranking[i] >= floor),
+                                  key=lambda i: -ranking[i])
+        return cited
 
     def _key_coverage(self, scorer: QuestionScorer, ev: PaperEvidence) -> float:
         """How much of the question's rare content the paper's best passage (one or two adjacent sentences,
@@ -349,18 +366,21 @@ class ExtractiveGenerator:
     def _usable(self, ev: PaperEvidence, i: int) -> bool:
         return len(ev.sentences[i].split()) >= self.MIN_WORDS
 
-    def _pick_sentences(self, cited: list[int], evs: list[PaperEvidence],
-                        rows: list[list[SentenceScore]]) -> list[_Pick]:
+    def _pick_sentences(self, cited: list[int], evs: list[PaperEvidence], rows: list[list[SentenceScore]],
+                        length: str = "normal") -> list[_Pick]:
         picks: list[_Pick] = []
+        most = {"brief": self.BRIEF_SENTENCES, "thorough": len(cited) + 2}.get(length, self.MAX_SENTENCES)
 
         def redundant(pi: int, si: int) -> bool:
             v = evs[pi].vectors[si]
             return any(float(np.dot(v, evs[p.paper].vectors[p.sentence])) > self.REDUNDANT for p in picks)
 
-        ranked = {i: sorted((s for s in rows[i] if self._usable(evs[i], s.sentence) or len(rows[i]) == 1),
-                            key=lambda s: -(s.score + self._prior(evs[i], s.sentence))) for i in cited}
+        ranked = {i: self._alone(evs[i], sorted((s for s in rows[i] if self._usable(evs[i], s.sentence)
+                                                 or len(rows[i]) == 1),
+                                                key=lambda s: -(s.score + self._prior(evs[i], s.sentence))))
+                  for i in cited}
         for i in cited:  # the best sentence of every cited paper first
-            if len(picks) >= self.MAX_SENTENCES:
+            if len(picks) >= most:
                 break
             for s in ranked[i]:
                 if not redundant(i, s.sentence):
@@ -369,7 +389,7 @@ class ExtractiveGenerator:
         # Then more from the strongest papers while they stay close to that paper's best sentence.
         extra = sorted((s for i in cited for s in ranked[i][1:3]),
                        key=lambda s: -(s.score + self._prior(evs[s.paper_index], s.sentence)))
-        limit = 3 if len(cited) == 1 else self.MAX_SENTENCES
+        limit = (3 if length != "brief" else 2) if len(cited) == 1 else most
         for s in extra:
             if len(picks) >= limit:
                 break
@@ -384,8 +404,8 @@ class ExtractiveGenerator:
         """The sentence(s) saying what the paper contributes, preferring ones not already in the synthesis: the
         contribution sentence (``rag.contribution``), else the finding or result closest to the question; a
         background sentence only when the abstract has nothing else left."""
-        cands = [s for s in row if s.sentence not in used and self._usable(ev, s.sentence)
-                 and not _RELEASE.search(ev.sentences[s.sentence])]
+        cands = self._alone(ev, [s for s in row if s.sentence not in used and self._usable(ev, s.sentence)
+                                 and not _RELEASE.search(ev.sentences[s.sentence])])
         if not cands:
             return [], ""
         c = contribution.analyse(ev.sentences)
@@ -399,6 +419,25 @@ class ExtractiveGenerator:
             idx.append(nxt)
         return idx, " ".join(ev.sentences[i] for i in idx)
 
+    @staticmethod
+    def _alone(ev: PaperEvidence, scores: list[SentenceScore]) -> list[SentenceScore]:
+        """The sentences that read on their own (``standalone``), when any; else all of them."""
+        alone = [s for s in scores if not leans_back(ev.sentences[s.sentence])]
+        return alone or scores
+
+    def _groups(self, order: list[int], picks: list[_Pick], evs: list[PaperEvidence]) -> list[list[int]]:
+        """The cited papers grouped by what they say: a paper joins the first group whose first paper's best
+        sentence is close to its own (cosine ≥ ``GROUP``), else starts a group."""
+        best = {p.paper: evs[p.paper].vectors[p.sentence] for p in reversed(picks)}
+        groups: list[list[int]] = []
+        for i in order:
+            home = next((g for g in groups if float(np.dot(best[g[0]], best[i])) >= self.GROUP), None)
+            if home is None:
+                groups.append([i])
+            else:
+                home.append(i)
+        return groups
+
     def _main(self, ev: PaperEvidence) -> tuple[list[int], str]:
         """What a paper is about, question aside: its contribution sentence (``rag.contribution``), else its
         best-ranked sentence that is not background."""
@@ -409,28 +448,36 @@ class ExtractiveGenerator:
         return ([0], ev.sentences[0]) if ev.sentences else ([], "")
 
     def _render(self, hits: list[PaperHit], evs: list[PaperEvidence], rows: list[list[SentenceScore]],
-                order: list[int], picks: list[_Pick]) -> tuple[list[str], Generation]:
+                groups: list[list[int]], picks: list[_Pick], brief: bool = False) -> tuple[list[str], Generation]:
+        """The synthesis (one paragraph per group of papers), then one line per cited paper (its label alone
+        for a brief answer)."""
         pieces: list[str] = []
+        order = [i for g in groups for i in g]
         sources = [hits[i] for i in order]
         summaries: dict[int, str] = {}
         for n, i in enumerate(order, start=1):
             authors = list(hits[i].paper.authors)
             mine = sorted((p for p in picks if p.paper == i), key=lambda p: p.sentence)
             named = False
+            gap = "\n\n" if any(g[0] == i for g in groups[1:]) else " "  # a new group: a new paragraph
             for p in mine:
-                statement = _finish(attribute(evs[i].sentences[p.sentence], authors, first=not named))
+                clean = _readable(evs[i].sentences[p.sentence], authors)
+                statement = _finish(attribute(clean, authors, first=not named))
                 named = named or prose_surnames(authors) in statement
                 self.evidence.remember(statement, evs[i].vectors[p.sentence])
-                pieces.append(("" if not pieces else " ") + cite(statement, n))
+                pieces.append(("" if not pieces else gap) + cite(statement, n))
+                gap = " "
         for n, i in enumerate(order, start=1):
             used = {p.sentence for p in picks if p.paper == i}
             idx, text = self._contribution(evs[i], rows[i], used)
-            summary = _finish(attribute(text, [], first=False)) if text else ""
+            authors = list(hits[i].paper.authors)
+            clean = _readable(text, authors)
+            summary = _finish(name_subject(attribute(clean, [], first=False), clean, authors)) if text else ""
             if summary:
                 vec = evs[i].vectors[idx].mean(axis=0)
                 self.evidence.remember(summary, vec / max(float(np.linalg.norm(vec)), 1e-9))
             summaries[n] = summary or _finish(evs[i].sentences[next(p.sentence for p in picks if p.paper == i)])
-            line = f"[{n}] {_display_label(hits[i])}" + (f" \u2014 {summary}" if summary else "")
+            line = f"[{n}] {_display_label(hits[i])}" + (f" \u2014 {summary}" if summary and not brief else "")
             pieces.append(("\n\n" if n == 1 else "\n") + line)
         return pieces, Generation("".join(pieces), sources, summaries, answerable=True)
 
@@ -445,7 +492,8 @@ class ExtractiveGenerator:
         summaries: dict[int, str] = {}
         for n, (hit, ev) in enumerate(zip(hits, evs), start=1):
             idx, text = self._main(ev)
-            summary = _finish(attribute(text, list(hit.paper.authors), first=True)) if text else ""
+            summary = _finish(attribute(_readable(text, list(hit.paper.authors)), list(hit.paper.authors),
+                                        first=True)) if text else ""
             if summary:
                 vec = ev.vectors[idx].mean(axis=0)
                 self.evidence.remember(summary, vec / max(float(np.linalg.norm(vec)), 1e-9))

@@ -27,7 +27,7 @@ from rag.errors import ConfigError
 from rag.limits import check_request_tokens
 from rag.openai_client import Overtime, llm_endpoint
 from rag.qa.generate import AnswerMode, Generation, GenerationInput
-from rag.qa.prompts import CANNOT_ANSWER, SYSTEM_PROMPT, USER_TEMPLATE, format_source, neutralise, sources_block
+from rag.qa.prompts import CANNOT_ANSWER, USER_TEMPLATE, format_source, neutralise, sources_block, system_prompt
 from rag.qa.retrieval import PaperHit
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ class LLMGenerator:
     """Answers written by a chat model from the retrieved abstracts; see the module docstring."""
 
     mode: AnswerMode = "llm"
+    BRIEF_PAPERS = 3  # papers in context for a brief answer (rag.answer.AnswerLength)
 
     def __init__(self, cfg: LLMSettings, limits: LimitSettings | None = None) -> None:
         if not cfg.base_url:
@@ -82,19 +83,22 @@ class LLMGenerator:
                                                       temperature=self.cfg.temperature)
             return self._chat
 
-    def chain(self) -> Any:
-        """prompt | chat model | text — the LCEL piece that writes the answer."""
+    def chain(self, length: str = "normal") -> Any:
+        """prompt | chat model | text — the LCEL piece that writes the answer (rule 5 of the system prompt says
+        how long: ``rag.qa.prompts.system_prompt``)."""
         from langchain_core.output_parsers import StrOutputParser
         from langchain_core.prompts import ChatPromptTemplate
 
-        prompt = ChatPromptTemplate.from_messages([("system", SYSTEM_PROMPT), ("human", USER_TEMPLATE)])
+        prompt = ChatPromptTemplate.from_messages([("system", system_prompt(length)), ("human", USER_TEMPLATE)])
         return prompt | self.chat | StrOutputParser()
 
     def prepare(self, inp: GenerationInput) -> tuple[dict[str, str], list[PaperHit], list[str]]:
-        """Prompt variables, the sources actually sent (numbered 1..n), and trimming notes."""
-        block, kept, notes = fit_sources(list(inp.hits), self.cfg.context_tokens)
+        """Prompt variables, the sources actually sent (numbered 1..n; a brief answer's first ``BRIEF_PAPERS``),
+        and trimming notes."""
+        hits = list(inp.hits)[:self.BRIEF_PAPERS] if inp.length == "brief" else list(inp.hits)
+        block, kept, notes = fit_sources(hits, self.cfg.context_tokens)
         question = neutralise(inp.question)
-        check_request_tokens([SYSTEM_PROMPT, USER_TEMPLATE.format(sources=block, question=question)],
+        check_request_tokens([system_prompt(inp.length), USER_TEMPLATE.format(sources=block, question=question)],
                              self.cfg.max_tokens, self.limits)
         return {"sources": block, "question": question}, kept, notes
 
@@ -115,7 +119,7 @@ class LLMGenerator:
             yield Generation(CANNOT_ANSWER, [], answerable=False)
             return
         variables, kept, notes = self.prepare(inp)
-        chain = self.chain()
+        chain = self.chain(inp.length)
         prompt, parser = chain.first, chain.last
         parts: list[str] = []
         deadline = time.monotonic() + self.budget_s

@@ -1,0 +1,143 @@
+"""Answer length (issue 32, item 2): brief (2-3 sentences, at most 3 papers), normal (as before) and thorough
+(every retrieved paper that bears on the question, grouped by what each says), in the extractive and the llm
+mode; and abstract sentences that read on their own (no leading connective, no pronoun without antecedent)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+import pytest
+from conftest import SAMPLE
+from conftest import STUB_KEY as KEY
+
+from rag.config import get_settings
+from rag.errors import InputError
+from rag.qa.chain import AnswerChain
+from rag.qa.generate.standalone import drop_connective, leans_back, name_subject, standalone
+from rag.qa.prompts import LENGTH_RULES, SYSTEM_PROMPT, system_prompt
+from rag.qa.verify import statements
+from rag.runtime import Runtime
+from tests.fakes.openai_server import FakeOpenAIServer
+
+QUESTIONS = ["Which papers use reinforcement learning from human feedback?", "How do agents explore efficiently?",
+             "What methods improve diffusion model sampling?", "How are graph neural networks trained?"]
+
+
+# ---- sentences that read on their own --------------------------------------------------------------------
+def test_a_leading_connective_is_dropped_and_the_next_word_capitalised() -> None:
+    assert drop_connective("Moreover, to enhance stealthiness, we introduce a trigger.") == \
+        "To enhance stealthiness, we introduce a trigger."
+    assert drop_connective("In addition, the model is fast.") == "The model is fast."
+    assert drop_connective("However, existing methods fail.") == "Existing methods fail."
+    assert drop_connective("Furthermore , results hold.") == "Results hold."
+    assert drop_connective("To this end, we propose X.") == "We propose X."
+    assert drop_connective("However, in addition, it scales.") == "It scales."
+    assert drop_connective("However we disagree.") == "However we disagree."  # no comma: not a connective
+    assert drop_connective("Moreover,") == "Moreover,"  # nothing after it: kept
+
+
+def test_a_pronoun_needing_its_antecedent_is_resolved_or_the_sentence_does_not_stand_alone() -> None:
+    authors = ["Ada Gao", "Bo Li", "Cy Wu"]
+    assert standalone("This method reaches 90% accuracy.", authors) == "The method of Gao et al. reaches 90% accuracy."
+    assert standalone("Moreover, these models scale well.", authors) == "The models of Gao et al. scale well."
+    assert standalone("This paper studies bandits.", ["Ada Gao"]) == "The paper by Gao studies bandits."
+    assert standalone("This method is fast.", []) is None  # no one to name
+    for leaning in ("They are widely used in practice.", "It also scales to large graphs.",
+                    "However, this allows faster training.", "These show strong gains.", "Its loss is convex."):
+        assert leans_back(leaning) and standalone(leaning, authors) is None, leaning
+    for alone in ("It is well known that PPO is unstable.", "Transformers dominate NLP.",
+                  "Thistle pollen is studied."):
+        assert not leans_back(alone) and standalone(alone, authors) == alone, alone
+
+
+def test_a_they_left_by_rewording_we_names_the_authors() -> None:
+    two = ["Ada Gao", "Bo Li"]
+    assert name_subject("To enhance stealthiness, they introduce a trigger.",
+                        "To enhance stealthiness, we introduce a trigger.", two) == \
+        "To enhance stealthiness, Gao and Li introduce a trigger."
+    assert name_subject("They propose X.", "We propose X.", ["Ada Gao"]) == "Gao proposes X."
+    assert name_subject("Here they study Y.", "Here we study Y.", ["Ada Gao"]) == "Here Gao studies Y."
+    assert name_subject("Their method wins.", "Our method wins.", two) == "Gao and Li's method wins."
+    # a "they" the abstract itself wrote refers to something else: left alone
+    assert name_subject("They are widely used.", "They are widely used.", two) == "They are widely used."
+
+
+# ---- the sample corpus, in both modes --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def rt(embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    runtime = Runtime(get_settings(home=tmp_path_factory.mktemp("length-home")), _embedder=embedder)
+    runtime.ingestor(progress=False).ingest(SAMPLE)
+    yield runtime
+    runtime.close()
+
+
+def _synthesis(text: str) -> str:
+    """The answer's synthesis: the text before its reference lines."""
+    return re.split(r"\n\n(?=\[1\] )", text)[0]
+
+
+def test_extractive_lengths_differ_as_asked(rt: Runtime) -> None:
+    chain = AnswerChain(rt)
+    more_papers = shorter = 0
+    for q in QUESTIONS:
+        brief, normal, thorough = (chain.ask(q, length=n) for n in ("brief", "normal", "thorough"))
+        assert brief.answerable and normal.answerable and thorough.answerable, q
+        nb, nn, nt = len(brief.citations), len(normal.citations), len(thorough.citations)
+        assert 1 <= nb <= min(3, nn) and nn <= nt, (q, nb, nn, nt)
+        assert len(brief.answer) < len(normal.answer) <= len(thorough.answer), q
+        assert 1 <= len(statements(_synthesis(brief.answer))) <= 3, brief.answer
+        assert set(normal.cited_ids) <= set(thorough.cited_ids)
+        assert {r["paper_id"] for r in thorough.retrieved} >= set(thorough.cited_ids)
+        more_papers += nt > nn
+        shorter += len(brief.answer) < 0.7 * len(normal.answer)
+    assert more_papers >= 1 and shorter >= 2  # thorough reaches further, brief is clearly shorter
+    assert chain.ask(QUESTIONS[0]).answer == chain.ask(QUESTIONS[0], length="normal").answer
+    with pytest.raises(InputError, match="brief, normal, thorough"):
+        chain.ask(QUESTIONS[0], length="short")
+
+
+def test_thorough_groups_papers_into_paragraphs(rt: Runtime) -> None:
+    answer = AnswerChain(rt).ask("How do agents explore efficiently?", length="thorough")
+    paragraphs = [p for p in _synthesis(answer.answer).split("\n\n") if p.strip()]
+    cited = [sorted({int(n) for n in re.findall(r"\[(\d+)\]", p)}) for p in paragraphs]
+    assert len(answer.citations) >= 2 and sum(len(c) for c in cited) == len(answer.citations)  # each once
+    assert sorted(n for c in cited for n in c) == list(range(1, len(answer.citations) + 1))
+
+
+def test_the_llm_mode_honours_the_length(rt: Runtime, srv: FakeOpenAIServer) -> None:
+    settings = rt.settings.with_overrides(llm={"base_url": srv.base_url, "api_key": KEY, "model": "stub-model",
+                                               "max_tokens": 256, "max_retries": 0, "timeout_s": 10})
+    chain = AnswerChain(rt, settings=settings)
+    q = "Which papers use reinforcement learning from human feedback?"
+    sent: dict[str, tuple[str, int]] = {}
+    cited: dict[str, int] = {}
+    for length in ("brief", "normal", "thorough"):
+        srv.responder = lambda body: " ".join(f"Source {n} bears on it [{n}]." for n in range(1, 6))
+        answer = chain.ask(q, mode="llm", k=5, length=length)
+        body = srv.chat_requests[-1]
+        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+        sent[length] = (system, user.count("<source n=\""))
+        cited[length] = len(answer.citations)
+    srv.responder = None
+    assert sent["normal"][0] == SYSTEM_PROMPT == system_prompt("normal")  # the default prompt is unchanged
+    assert sent["brief"][0] == system_prompt("brief") and LENGTH_RULES["brief"] in sent["brief"][0]
+    assert sent["thorough"][0] == system_prompt("thorough") and LENGTH_RULES["thorough"] in sent["thorough"][0]
+    assert sent["brief"][1] == 3 and sent["normal"][1] == sent["thorough"][1] == 5  # papers in context
+    # the model cited [1]-[5]: only the three a brief answer was given survive verification
+    assert cited["brief"] == 3 and cited["normal"] == cited["thorough"] == 5
+
+
+def test_the_cli_takes_length(rt: Runtime, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    from rag.cli import main
+
+    rt.close()  # the embedded store belongs to one process at a time: the command opens it
+    monkeypatch.setenv("PAPERCHAT_HOME", str(rt.settings.home))
+    out = {}
+    for length in ("brief", "thorough"):
+        capsys.readouterr()
+        assert main(["ask", "--json", "--mode", "extractive", "--length", length, QUESTIONS[1]]) == 0
+        out[length] = json.loads(capsys.readouterr().out)
+    assert len(out["brief"]["citations"]) < len(out["thorough"]["citations"])
+    assert len(out["brief"]["answer"]) < len(out["thorough"]["answer"])
