@@ -1,0 +1,95 @@
+"""Why these papers (rag.qa.why): each cited paper's reasons and the close papers left out, and the reader's
+steering, pin (must be considered) and exclude (never cited), through the chain, a conversation and the CLI,
+in extractive mode over the sample corpus."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from conftest import SAMPLE
+
+from rag.answer import Answer, render_text
+from rag.config import get_settings
+from rag.qa.chain import AnswerChain, Conversation
+from rag.qa.why import why_text
+from rag.runtime import Runtime
+
+QUESTION = "Which papers study reward hacking in reinforcement learning from human feedback?"
+
+
+@pytest.fixture(scope="module")
+def rt(embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    runtime = Runtime(get_settings(home=tmp_path_factory.mktemp("why-home")), _embedder=embedder)
+    assert runtime.ingestor(progress=False).ingest(SAMPLE).added == 40
+    yield runtime
+    runtime.close()
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def chain(rt: Runtime) -> AnswerChain:
+    return AnswerChain(rt)
+
+
+@pytest.fixture(scope="module")
+def plain(chain: AnswerChain) -> Answer:
+    return chain.ask(QUESTION, k=3, mode="extractive")
+
+
+def test_each_cited_paper_says_why_and_the_close_ones_left_out_are_listed(plain: Answer) -> None:
+    assert plain.answerable and plain.citations
+    assert [(w["n"], w["paper_id"]) for w in plain.why] == [(c.n, c.paper_id) for c in plain.citations]
+    lead = plain.why[0]
+    assert {"reward", "hacking", "human", "feedback"} <= set(lead["matched"])
+    assert lead["dense"] is not None and lead["dense_rank"] == 1 and lead["scope"] == []
+    retrieved = [r["paper_id"] for r in plain.retrieved]
+    assert [w["paper_id"] for w in plain.not_cited] == [p for p in retrieved if p not in plain.cited_ids]
+    assert all(w["n"] is None for w in plain.not_cited) and plain.not_cited
+    assert "pinned" not in plain.filters and "excluded" not in plain.filters
+    again = Answer.from_dict(json.loads(json.dumps(plain.to_dict())))
+    assert again.to_dict() == plain.to_dict()
+    lines = why_text(plain.why, plain.not_cited)
+    assert lines[1] == "Why these papers:" and lines[2].startswith("  [1] matches ")
+    assert "Why these papers" not in render_text(plain)  # the default text is unchanged
+
+
+def test_a_pinned_paper_is_considered_and_cited(chain: AnswerChain, plain: Answer) -> None:
+    left_out = plain.not_cited[0]["paper_id"]
+    pinned = chain.ask(QUESTION, k=3, mode="extractive", pin=[left_out])
+    assert left_out not in plain.cited_ids and pinned.cited_ids[0] == left_out
+    assert pinned.filters["pinned"] == [left_out] and pinned.why[0]["scope"][:1] == ["pinned"]
+
+
+def test_a_pinned_paper_retrieval_did_not_rank_joins_the_candidates(chain: AnswerChain, plain: Answer) -> None:
+    wide = [r["paper_id"] for r in chain.ask(QUESTION, k=10, mode="extractive").retrieved]
+    outside = wide[5]
+    one = chain.ask(QUESTION, k=1, mode="extractive", pin=[outside])
+    assert outside not in [r["paper_id"] for r in plain.retrieved]
+    assert [r["paper_id"] for r in one.retrieved] == [outside, wide[0]]
+
+
+def test_an_excluded_paper_is_never_cited(chain: AnswerChain, plain: Answer) -> None:
+    gone = plain.cited_ids[0]
+    answer = chain.ask(QUESTION, k=3, mode="extractive", exclude=[gone])
+    assert gone not in answer.cited_ids and gone not in [r["paper_id"] for r in answer.retrieved]
+    assert answer.answerable and answer.cited_ids and len(answer.retrieved) == 3
+    assert answer.filters["excluded"] == [gone]
+    both = chain.ask(QUESTION, k=3, mode="extractive", pin=[gone], exclude=[gone])  # exclusion wins
+    assert gone not in both.cited_ids + [r["paper_id"] for r in both.retrieved]
+
+
+def test_steering_acts_on_the_next_turn_of_a_conversation(chain: AnswerChain, plain: Answer) -> None:
+    conv = Conversation(chain, k=3, mode="extractive")
+    first = conv.ask(QUESTION)
+    assert first.cited_ids == plain.cited_ids
+    conv.exclude.append(first.cited_ids[0])
+    conv.pin.append(plain.not_cited[-1]["paper_id"])
+    second = conv.ask(QUESTION)
+    assert first.cited_ids[0] not in second.cited_ids
+    assert second.retrieved[0]["paper_id"] == plain.not_cited[-1]["paper_id"]
