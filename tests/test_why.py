@@ -5,15 +5,19 @@ in extractive mode over the sample corpus."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from conftest import SAMPLE
+from conftest import SAMPLE, paperchat_cmd
 
 from rag.answer import Answer, render_text
 from rag.config import get_settings
 from rag.qa.chain import AnswerChain, Conversation
-from rag.qa.why import why_text
+from rag.qa.why import steering_command, why_text
 from rag.runtime import Runtime
 
 QUESTION = "Which papers study reward hacking in reinforcement learning from human feedback?"
@@ -93,3 +97,44 @@ def test_steering_acts_on_the_next_turn_of_a_conversation(chain: AnswerChain, pl
     second = conv.ask(QUESTION)
     assert first.cited_ids[0] not in second.cited_ids
     assert second.retrieved[0]["paper_id"] == plain.not_cited[-1]["paper_id"]
+
+
+@pytest.fixture(scope="module")
+def cli_home(rt: Runtime, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the module's home, without the lock the open runtime holds, for the CLI's own process."""
+    home = tmp_path_factory.mktemp("why-cli") / "home"
+    shutil.copytree(rt.settings.home, home, ignore=shutil.ignore_patterns("paperchat.lock"))
+    return home
+
+
+def ask_cli(home: Path, *args: str) -> str:
+    out = subprocess.run(paperchat_cmd("ask", QUESTION, "--k", "3", "--mode", "extractive", *args),
+                         capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[1],
+                         env={**os.environ, "PAPERCHAT_HOME": str(home), "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_the_cli_pins_and_excludes_and_says_why(cli_home: Path, plain: Answer) -> None:
+    gone, wanted = plain.cited_ids[0], plain.not_cited[0]["paper_id"]
+    row = json.loads(ask_cli(cli_home, "--pin", wanted, "--exclude", gone, "--json"))
+    cited = [c["paper_id"] for c in row["citations"]]
+    assert cited[0] == wanted and gone not in cited and row["filters"] == {"pinned": [wanted], "excluded": [gone]}
+    assert [w["paper_id"] for w in row["why"]] == cited
+    text = ask_cli(cli_home, "--why")
+    assert text.startswith(render_text(plain) + "\n\nWhy these papers:\n  [1] matches ")
+    assert f"not cited: {plain.not_cited[0]['title']} ({wanted})" in text
+
+
+def test_chat_commands_steer_by_citation_number_or_id(plain: Answer) -> None:
+    pin: list[str] = []
+    exclude: list[str] = []
+    assert steering_command("what is RLHF?", pin, exclude, plain) is None
+    said = steering_command("/exclude 1", pin, exclude, plain)
+    assert said == f"(excluded {plain.cited_ids[0]} for the next questions)" and exclude == plain.cited_ids[:1]
+    assert steering_command("/pin 9", pin, exclude, plain) == ("(no [9] in the last answer: give a cited number or "
+                                                               "a paper id)")
+    steering_command(f"/pin {plain.cited_ids[0]}", pin, exclude, plain)  # pinning moves it out of the excluded
+    assert (pin, exclude) == ([plain.cited_ids[0]], [])
+    steering_command("/pin", pin, exclude, plain)
+    assert pin == []
