@@ -224,6 +224,8 @@ class AskRequest(BaseModel):
     k: int | None = Field(None, ge=1, le=50)
     filters: Filters | None = None
     collection: str | None = _collection()
+    pin: list[str] = Field(default_factory=list, max_length=50, description="paper ids that must be considered")
+    exclude: list[str] = Field(default_factory=list, max_length=500, description="paper ids never cited")
 
 
 class SearchRequest(BaseModel):
@@ -393,7 +395,8 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
         history_msgs = check_messages(req.history)
         messages = history_msgs + [{"role": "user", "content": req.question}]
         filters = filters_of(req.filters, req.collection)
-        answer: Answer = await compute(library.ask_messages, lib, messages, req.mode, req.k, filters)
+        answer: Answer = await compute(library.ask_messages, lib, messages, req.mode, req.k, filters, req.pin,
+                                       req.exclude)
         return answer.to_dict()
 
     @app.post("/v1/search", tags=["paperchat"])

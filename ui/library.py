@@ -277,14 +277,17 @@ def history_from_messages(lib: Library, messages: Sequence[dict[str, Any]]) -> t
 
 
 def ask(lib: Library, question: str, history: Sequence[Answer] = (), mode: AnswerMode | None = None,
-        k: int | None = None, filters: dict[str, Any] | None = None) -> Answer:
-    """One verified, cited turn (``Answer.to_dict()`` is the ``ask --json`` schema)."""
-    return lib.chain.ask(question, history=list(history), k=k, filters=query_from(filters), mode=mode)
+        k: int | None = None, filters: dict[str, Any] | None = None, *, pin: Sequence[str] = (),
+        exclude: Sequence[str] = ()) -> Answer:
+    """One verified, cited turn (``Answer.to_dict()`` is the ``ask --json`` schema); ``pin`` and ``exclude``
+    steer it (rag.qa.why)."""
+    return lib.chain.ask(question, history=list(history), k=k, filters=query_from(filters), mode=mode, pin=pin,
+                         exclude=exclude)
 
 
 def ask_messages(lib: Library, messages: Sequence[dict[str, Any]], mode: AnswerMode | None = None, k: int | None = None,
-                 filters: dict[str, Any] | None = None) -> Answer:
+                 filters: dict[str, Any] | None = None, pin: Sequence[str] = (), exclude: Sequence[str] = ()) -> Answer:
     """``ask`` for a whole conversation of chat messages (the last one is the question)."""
     question, history = history_from_messages(lib, messages)
-    return ask(lib, question, history, mode, k, filters)
+    return ask(lib, question, history, mode, k, filters, pin=pin, exclude=exclude)
 
