@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,17 +24,29 @@ from rag.runtime import Runtime
 QUESTION = "Which papers study reward hacking in reinforcement learning from human feedback?"
 
 
-@pytest.fixture(scope="module")
-def rt(embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Single-question embeddings run faster on one thread when other processes share the CPUs."""
     import torch
 
-    threads = torch.get_num_threads()
+    before = torch.get_num_threads()
     torch.set_num_threads(1)
-    runtime = Runtime(get_settings(home=tmp_path_factory.mktemp("why-home")), _embedder=embedder)
-    assert runtime.ingestor(progress=False).ingest(SAMPLE).added == 40
-    yield runtime
-    runtime.close()
-    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def rt(embedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    """The whole sample corpus in this module's own home."""
+    with one_torch_thread():
+        runtime = Runtime(get_settings(home=tmp_path_factory.mktemp("why-home")), _embedder=embedder)
+        try:
+            assert runtime.ingestor(progress=False).ingest(SAMPLE).added == 40
+            yield runtime
+        finally:
+            runtime.close()
 
 
 @pytest.fixture(scope="module")
