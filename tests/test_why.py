@@ -4,6 +4,7 @@ in extractive mode over the sample corpus."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
@@ -151,3 +152,26 @@ def test_chat_commands_steer_by_citation_number_or_id(plain: Answer) -> None:
     assert (pin, exclude) == ([plain.cited_ids[0]], [])
     steering_command("/pin", pin, exclude, plain)
     assert pin == []
+
+
+def test_the_ui_chat_steers_with_commands_and_shows_why(rt: Runtime, chain: AnswerChain, plain: Answer) -> None:
+    import gradio as gr
+
+    from ui.tabs import chat
+    from ui.tabs.context import AppContext
+    from ui.tabs.session import Session
+
+    ctx = AppContext(rt, rt.settings.with_overrides(ui={"stream_delay_ms": 0}), chain, gr.Blocks())
+    handlers, state = chat.ChatHandlers(ctx), Session()
+
+    def say(text: str, history: list) -> list:
+        return list(handlers.ask(text, history, state, 3, "extractive", None, None, None, None))[-1][0]
+
+    history = say(QUESTION, [])
+    assert state.answers[0].cited_ids == plain.cited_ids and "Why these papers" in history[-1]["content"]
+    history = say("/exclude 1", history)
+    assert state.exclude == plain.cited_ids[:1] and len(state.answers) == 1
+    assert plain.cited_ids[0] in html.unescape(history[-1]["content"])
+    history = say(QUESTION, history)
+    assert plain.cited_ids[0] not in state.answers[1].cited_ids and state.answers[1].cited_ids
+    assert "1 excluded" in history[-1]["content"]
