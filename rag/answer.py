@@ -34,6 +34,8 @@ class AppliedFilters(TypedDict, total=False):
     year_to: int
     paper_ids: list[str]
     collection: str  # a reading list (``paperchat collection``), resolved into paper_ids for retrieval
+    pinned: list[str]  # papers the reader pinned for this turn: always among the candidates (rag.qa.why)
+    excluded: list[str]  # papers the reader excluded for this turn: never cited
 
 
 class Retrieved(TypedDict):
@@ -48,6 +50,20 @@ class Closest(TypedDict):
 
     paper_id: str
     title: str
+
+
+class Why(TypedDict):
+    """What put a paper in an answer (``Answer.why``) or near it (``Answer.not_cited``), from rag.qa.why."""
+
+    paper_id: str
+    title: str
+    n: int | None  # its [n]; None for a paper not cited
+    rank: int  # 1-based place in the fused retrieval ranking (pinned papers first)
+    score: float  # fused retrieval score (0 for a pinned paper retrieval did not find)
+    matched: list[str]  # the question's words the paper holds (the lexical, BM25 side)
+    dense: float | None  # cosine of its closest chunk to the question; None when the dense side did not find it
+    dense_rank: int | None  # its rank by ``dense`` among the retrieved papers
+    scope: list[str]  # what scoped it: "pinned", the filters and collection in words; empty: the whole library
 
 
 @dataclass
@@ -145,6 +161,9 @@ class Answer:
                                    ("" when the source says nothing about it); supported (verdict ==
                                    "supported") and why (the reasons, quoted) as before. A citation's
                                    ``supported`` is false when a statement citing it is contradicted
+        why                  list  per citation, in [n] order: {paper_id, title, n, rank, score, matched, dense,
+                                   dense_rank, scope}: what put it there (``Why``, rag.qa.why)
+        not_cited            list  the same for the close retrieved papers that were not cited, best first
     """
 
     question: str
@@ -161,6 +180,8 @@ class Answer:
     complete: bool = True  # false: the LLM stream broke off and ``answer`` is the verified part received
     closest: list[Closest] = field(default_factory=list)  # refusals: the papers that came closest, not cited
     statements: list[StatementCheck] = field(default_factory=list)  # cited statements as the verifier judged them
+    why: list[Why] = field(default_factory=list)  # per citation: what put it there
+    not_cited: list[Why] = field(default_factory=list)  # close retrieved papers left out, best first
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON schema of ``paperchat ask --json`` (one object per turn)."""
@@ -179,6 +200,8 @@ class Answer:
             "removed_citations": self.removed_citations,
             "closest": [{"paper_id": c["paper_id"], "title": c["title"]} for c in self.closest],
             "statements": [s.to_dict() for s in self.statements],
+            "why": [dict(w) for w in self.why],
+            "not_cited": [dict(w) for w in self.not_cited],
         }
 
     @classmethod
@@ -202,7 +225,9 @@ class Answer:
                 removed_citations=int(data.get("removed_citations", 0)), complete=bool(data.get("complete", True)),
                 closest=[Closest(paper_id=str(c["paper_id"]), title=str(c.get("title") or ""))
                           for c in data.get("closest") or []],
-                statements=[StatementCheck.from_dict(s) for s in data.get("statements") or []])
+                statements=[StatementCheck.from_dict(s) for s in data.get("statements") or []],
+                why=[cast(Why, dict(w)) for w in data.get("why") or []],
+                not_cited=[cast(Why, dict(w)) for w in data.get("not_cited") or []])
         except KeyError as e:
             raise ValueError(f"an answer without its {e.args[0]!r} field") from None
         except (TypeError, AttributeError) as e:
@@ -265,4 +290,7 @@ def filter_phrases(filters: AppliedFilters) -> list[str]:
     ids = filters.get("paper_ids") or []
     if ids:
         parts.append(f"{len(ids)} selected paper{'s' if len(ids) != 1 else ''}")
+    for name, steered in (("pinned", filters.get("pinned") or []), ("excluded", filters.get("excluded") or [])):
+        if steered:
+            parts.append(f"{len(steered)} {name}")
     return parts

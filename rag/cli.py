@@ -285,6 +285,7 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
         for turns in conversations:
             conv = Conversation(chain, k=args.k, filters=None if filters.is_empty() else filters, mode=mode,
                                 length=args.length)
+            conv.pin, conv.exclude = list(args.pin), list(args.exclude)  # rag.qa.why
             for question in turns:
                 answer = conv.ask(question)
                 if args.json:
@@ -292,6 +293,10 @@ def cmd_ask(args: argparse.Namespace, settings: Settings) -> int:
                     sys.stdout.flush()
                     continue
                 print(("" if first else "\n") + render_text(answer), flush=True)
+                if args.why:
+                    from rag.qa.why import why_text
+
+                    print("\n".join(why_text(answer.why, answer.not_cited)), flush=True)
                 first = False
                 for w in answer.warnings:
                     print(f"paperchat: warning: {w}", file=sys.stderr)
@@ -340,6 +345,12 @@ def cmd_chat(args: argparse.Namespace, settings: Settings, read: Callable[[str],
                 conv.reset()
                 cid = None
                 print("(new conversation)")
+                continue
+            from rag.qa.why import steering_command
+
+            steered = steering_command(question, conv.pin, conv.exclude, conv.turns[-1] if conv.turns else None)
+            if steered is not None:  # /pin N|ID, /exclude N|ID: for the questions that follow
+                print(steered)
                 continue
             try:
                 answer = conv.ask(question)
@@ -455,6 +466,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--collection", metavar="NAME", help="only papers in this collection")
     ask.add_argument("--json", action="store_true", help="print one JSON object per turn, one per line")
     ask.add_argument("--length", choices=LENGTHS, help=_LENGTH_HELP)
+    ask.add_argument("--pin", action="append", default=[], metavar="ID",
+                     help="a paper that must be considered, even if retrieval would not rank it (repeatable)")
+    ask.add_argument("--exclude", action="append", default=[], metavar="ID", help="a paper never cited (repeatable)")
+    ask.add_argument("--why", action="store_true",
+                     help="after each answer, one line per paper on why it was cited, and the close ones left out")
 
     chat = sub.add_parser("chat", help="an interactive conversation in the terminal")
     chat.add_argument("--k", type=int, help="papers retrieved per answer (default: retrieval.k)")

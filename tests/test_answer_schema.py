@@ -10,7 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from rag.answer import Answer, AppliedFilters, Citation, Closest, Retrieved, StatementCheck
+from rag.answer import Answer, AppliedFilters, Citation, Closest, Retrieved, StatementCheck, Why
 
 ROOT = Path(__file__).resolve().parents[1]
 USAGE = ROOT / "docs" / "usage.md"
@@ -25,7 +25,11 @@ def full_answer() -> Answer:
     return Answer(question="q", standalone_question="q", answer="It works [1].", answerable=True, mode="extractive",
                   filters=AppliedFilters(author="A B", year_from=2020), citations=[cite],
                   retrieved=[Retrieved(paper_id="p1", score=0.5)], timings={"total_ms": 1.0}, warnings=["w"],
-                  removed_citations=1, closest=[Closest(paper_id="p2", title="U")], statements=[check])
+                  removed_citations=1, closest=[Closest(paper_id="p2", title="U")], statements=[check],
+                  why=[Why(paper_id="p1", title="T", n=1, rank=1, score=0.5, matched=["works"], dense=0.6, dense_rank=1,
+                           scope=[])],
+                  not_cited=[Why(paper_id="p3", title="V", n=None, rank=2, score=0.4, matched=[], dense=None,
+                                 dense_rank=None, scope=["pinned"])])
 
 
 def usage_table(text: str | None = None) -> dict[str, tuple[str, str]]:
@@ -74,7 +78,8 @@ def test_the_docs_name_the_nested_keys() -> None:
     printed: dict[str, Any] = full_answer().to_dict()
     expected = {"citations": set(printed["citations"][0]), "statements": set(printed["statements"][0]),
                 "filters": set(AppliedFilters.__annotations__), "retrieved": set(Retrieved.__annotations__),
-                "closest": set(Closest.__annotations__)}
+                "closest": set(Closest.__annotations__), "why": set(Why.__annotations__),
+                "not_cited": set(Why.__annotations__)}
     assert expected["citations"] == {f.name for f in fields(Citation)}
     assert expected["statements"] == {f.name for f in fields(StatementCheck)}
     missing = {k: sorted(want - names(table[k][1])) for k, want in expected.items() if want - names(table[k][1])}

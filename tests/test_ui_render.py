@@ -65,7 +65,8 @@ def assert_inert(html: str, allowed_tags: set[str], anchors_only: bool = False) 
         if anchors_only:
             assert re.fullmatch(r"#pc-card-\d+-\d+", href), href
         else:
-            assert href.startswith(("https://", "http://", "#pc-card-")), href
+            steer = re.fullmatch(r"#pc-(pin|exclude)-[\w.~%-]+", href)  # a card's steering link (ui.why_view)
+            assert steer or href.startswith(("https://", "http://", "#pc-card-")), href
     return audit
 
 
@@ -213,7 +214,8 @@ def test_cards_of_hostile_paper_are_inert_and_closed_correctly() -> None:
     assert {k for _, k, _ in audit.attrs} <= CARD_ATTRS
     assert audit.tags.count("details") == 2  # the abstract's </details><details> is text
     assert [v for t, k, v in audit.attrs if k == "id"] == ["pc-card-1-1", "pc-card-1-2"]
-    assert audit.hrefs() == []  # javascript: URL dropped, no arXiv/DOI id
+    # javascript: URL dropped, no arXiv/DOI id; only each card's own pin / exclude links (ui.why_view)
+    assert [h for h in audit.hrefs() if not re.fullmatch(r"#pc-(pin|exclude)-h%3A\d+", h)] == []
     no_stray_dollars(html)
     assert "$x^2 &lt; y$" in html
 

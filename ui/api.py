@@ -231,6 +231,8 @@ class AskRequest(BaseModel):
     filters: Filters | None = None
     collection: str | None = _collection()
     length: AnswerLength | None = _length()
+    pin: list[str] = Field(default_factory=list, max_length=50, description="paper ids that must be considered")
+    exclude: list[str] = Field(default_factory=list, max_length=500, description="paper ids never cited")
 
 
 class SearchRequest(BaseModel):
@@ -400,7 +402,8 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
         history_msgs = check_messages(req.history)
         messages = history_msgs + [{"role": "user", "content": req.question}]
         filters = filters_of(req.filters, req.collection)
-        answer: Answer = await compute(library.ask_messages, lib, messages, req.mode, req.k, filters, req.length)
+        answer: Answer = await compute(library.ask_messages, lib, messages, req.mode, req.k, filters, req.length,
+                                       req.pin, req.exclude)
         return answer.to_dict()
 
     @app.post("/v1/search", tags=["paperchat"])

@@ -28,6 +28,18 @@ PAGE_JS = r"""
     };
     open();
   }, true);
+  // A card's "Pin" / "Exclude" link (ui.why_view.steer_links) sends "/pin ID" or "/exclude ID" as the next message.
+  document.addEventListener('click', (ev) => {
+    const a = ev.target instanceof Element ? ev.target.closest('a.pc-steer-link') : null;
+    const m = a ? (a.getAttribute('href') || '').match(/^#pc-(pin|exclude)-(.+)$/) : null;
+    const box = document.querySelector('#pc-question textarea');
+    const ask = document.querySelector('#pc-ask');
+    if (!m || !box || !ask) return;
+    ev.preventDefault();
+    box.value = '/' + m[1] + ' ' + decodeURIComponent(m[2]);
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+    setTimeout(() => ask.click(), 100);
+  }, true);
 }
 """
 

@@ -277,15 +277,18 @@ def history_from_messages(lib: Library, messages: Sequence[dict[str, Any]]) -> t
 
 
 def ask(lib: Library, question: str, history: Sequence[Answer] = (), mode: AnswerMode | None = None,
-        k: int | None = None, filters: dict[str, Any] | None = None, length: str | None = None) -> Answer:
+        k: int | None = None, filters: dict[str, Any] | None = None, length: str | None = None, *,
+        pin: Sequence[str] = (), exclude: Sequence[str] = ()) -> Answer:
     """One verified, cited turn (``Answer.to_dict()`` is the ``ask --json`` schema); ``length``: brief, normal
-    (None) or thorough."""
-    return lib.chain.ask(question, history=list(history), k=k, filters=query_from(filters), mode=mode, length=length)
+    (None) or thorough; ``pin`` and ``exclude`` steer it (rag.qa.why)."""
+    return lib.chain.ask(question, history=list(history), k=k, filters=query_from(filters), mode=mode, length=length,
+                         pin=pin, exclude=exclude)
 
 
 def ask_messages(lib: Library, messages: Sequence[dict[str, Any]], mode: AnswerMode | None = None, k: int | None = None,
-                 filters: dict[str, Any] | None = None, length: str | None = None) -> Answer:
+                 filters: dict[str, Any] | None = None, length: str | None = None, pin: Sequence[str] = (),
+                 exclude: Sequence[str] = ()) -> Answer:
     """``ask`` for a whole conversation of chat messages (the last one is the question)."""
     question, history = history_from_messages(lib, messages)
-    return ask(lib, question, history, mode, k, filters, length)
+    return ask(lib, question, history, mode, k, filters, length, pin=pin, exclude=exclude)
 

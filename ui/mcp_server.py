@@ -173,7 +173,8 @@ class PaperTools:
     def ask(self, question: str, author: str | None = None, category: str | None = None,
             year_from: int | None = None, year_to: int | None = None, paper_ids: list[str] | None = None,
             k: int | None = None, conversation_id: str | None = None,
-            collection: str | None = None, length: str | None = None) -> dict[str, Any]:
+            collection: str | None = None, length: str | None = None, pin: list[str] | None = None,
+            exclude: list[str] | None = None) -> dict[str, Any]:
         from ui import library
 
         question = limits.check_question(question, self.settings.limits)
@@ -186,7 +187,8 @@ class PaperTools:
         filters = {"author": author, "category": category, "year_from": year_from, "year_to": year_to,
                    "paper_ids": paper_ids, "collection": collection or None}
         answer = library.ask(self.lib, question, history, k=k,
-                             filters={f: v for f, v in filters.items() if v not in (None, [])}, length=length)
+                             filters={f: v for f, v in filters.items() if v not in (None, [])}, length=length,
+                             pin=pin or (), exclude=exclude or ())
         with self._lock:
             cid = conversation_id or uuid.uuid4().hex[:12]
             self._conversations[cid] = (history + [answer])[-CONVERSATION_TURNS:]
@@ -252,7 +254,8 @@ class PaperTools:
                                 ("title", "summary", "evidence", "passage", "section"))  # a passage: a PDF's text
                      for c in answer.get("citations", [])]
         closest = [mark_paper(c, ("title",)) for c in answer.get("closest", [])]
-        return {**answer, "citations": citations, "closest": closest}
+        why = {key: [mark_paper(w, ("title",)) for w in answer.get(key, [])] for key in ("why", "not_cited")}
+        return {**answer, "citations": citations, "closest": closest, **why}
 
 
 # ---- the server -------------------------------------------------------------------------------------
@@ -303,7 +306,8 @@ def build_server(tools: PaperTools, warm: bool = True) -> Any:
                    year_from: int | None = None, year_to: int | None = None,
                    paper_ids: list[str] | None = None, k: int | None = None,
                    conversation_id: str | None = None, collection: str | None = None,
-                   length: Literal["brief", "normal", "thorough"] | None = None) -> dict[str, Any]:
+                   length: Literal["brief", "normal", "thorough"] | None = None, pin: list[str] | None = None,
+                   exclude: list[str] | None = None) -> dict[str, Any]:
         """Answer a research question from the library's abstracts, with verified citations. Prefer this over
         answering from memory whenever the question is about the papers in the library. Returns 'answer' (text
         with [n] markers; a cannot-answer reply when the papers do not say, with 'closest' papers), 'answerable',
@@ -317,10 +321,12 @@ def build_server(tools: PaperTools, warm: bool = True) -> Any:
         papers of this named collection, from list_collections), k (papers retrieved, 1-50), length ('brief': 2-3
         sentences citing at most 3 papers; 'normal', the default; 'thorough': every retrieved paper that bears
         on the question, grouped by what each says). Follow-ups: pass
-        the 'conversation_id' of the previous answer, and 'it'/'that paper' resolve to the papers cited before."""
+        the 'conversation_id' of the previous answer, and 'it'/'that paper' resolve to the papers cited before.
+        'why' says what put each cited paper there and 'not_cited' lists close papers left out; pin (paper_ids
+        that must be considered) and exclude (paper_ids never cited) steer the answer."""
         return _call(tools.ask, question, author=author, category=category, year_from=year_from,
                      year_to=year_to, paper_ids=paper_ids, k=k, conversation_id=conversation_id,
-                     collection=collection, length=length)
+                     collection=collection, length=length, pin=pin, exclude=exclude)
 
     @server.tool(annotations=read_only)
     def get_paper(paper_id: str) -> dict[str, Any]:

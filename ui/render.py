@@ -21,6 +21,7 @@ from rag.display import author_list
 from rag.records import StoredPaper
 from rag.text import split_sentences
 from ui.safe import escape_html, inline, paper_links
+from ui.why_view import steer_links, why_html
 
 _PAGE = r"(?:,\s*pp?\.\s*\d+(?:\u2013\d+)?)?"  # a full-text citation's page: "[2, p. 5]", "[1; 2, pp. 5–6]"
 CITE = re.compile(rf"\[(\d+{_PAGE}(?:\s*[,;]\s*\d+{_PAGE})*)\]")
@@ -111,6 +112,7 @@ def answer_markdown(answer: Answer, turn: int = 0) -> str:
     if answer.closest:  # a refusal: what came closest, as plain titles (no links, no [n]) to rephrase toward
         titles = "; ".join(inline(c["title"] or c["paper_id"], "chat") for c in answer.closest)
         parts.append(f'<span class="pc-closest">Closest papers in the library: {titles}</span>')
+    parts += [why_html(answer)] if answer.why or answer.not_cited else []  # collapsed (rag.qa.why)
     for w in answer.warnings:
         if shown_by_a_verdict(w, answer.statements):
             continue
@@ -215,6 +217,7 @@ def card_html(c: Citation, turn: int, open_: bool = False, statements: Sequence[
         body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "")}</p>')
     else:
         body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "", c.evidence or "", *says)}</p>')
+    body.append(steer_links(c.paper_id))  # pin / exclude for the next turn (rag.qa.why)
     body.append(f'<p class="pc-links">{_links_html(c)}</p></div>')
     cls = "pc-card" + (" pc-card-contradicted" if flagged else "")
     return (f'<details class="{cls}" id="{card_id(turn, c.n)}"{" open" if open_ else ""}>'

@@ -57,6 +57,7 @@ from rag.qa.passages import choose_evidence, cite_pages
 from rag.qa.question_filters import catalog_for, filters_dict, mentions_collection, merge_filters, parse_question
 from rag.qa.retrieval import PaperHit, Retriever
 from rag.qa.verify import Verified, verify
+from rag.qa.why import explain, scope_filters, steer
 from rag.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class TurnState:
     mode: AnswerMode
     live: bool  # the reader watches the text arrive; else the model's reply is requested whole
     length: AnswerLength = "normal"  # brief, normal or thorough (``rag.answer.AnswerLength``)
+    pin: list[str] = field(default_factory=list)  # papers that must be considered (rag.qa.why)
+    exclude: list[str] = field(default_factory=list)  # papers never cited
     started: float = field(default_factory=time.perf_counter)
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds per stage, as in Answer.timings
     warnings: list[str] = field(default_factory=list)  # for the reader, added stage by stage
@@ -177,15 +180,20 @@ class AnswerChain:
     # ---- public API ---------------------------------------------------------------------------
     def stream(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
                filters: PaperQuery | None = None, mode: AnswerMode | None = None, *,
-               live: bool = True, length: str | None = None) -> Iterator[str | Answer]:
+               live: bool = True, length: str | None = None, pin: Sequence[str] = (),
+               exclude: Sequence[str] = ()) -> Iterator[str | Answer]:
         """Answer text pieces as they are produced, then the verified ``Answer`` (whose text may differ:
         invalid citations removed, numbers renumbered). When the model's stream breaks off, the ``Answer`` is
         the verified part received with ``complete=False``; if that part cites nothing, ``UpstreamError``.
 
         ``live=False`` yields the ``Answer`` alone, and a model is asked for its whole reply at once, so a
-        reply cut off midway is retried instead of kept (``ask``). ``length``: brief, normal (None) or thorough."""
+        reply cut off midway is retried instead of kept (``ask``). ``length``: brief, normal (None) or thorough.
+
+        ``pin``: paper ids that must be considered (added to the candidates, first); ``exclude``: ids never cited
+        (rag.qa.why)."""
         start = self._start(question, history, k, filters, mode, live)
         start.length = check_length(length)
+        start.pin, start.exclude = list(pin), list(exclude)
         state = self.until_text.invoke(start)
         t0 = time.perf_counter()
         for item in state.output:
@@ -199,10 +207,12 @@ class AnswerChain:
         yield answer
 
     def ask(self, question: str, history: Sequence[Turn] | None = None, k: int | None = None,
-            filters: PaperQuery | None = None, mode: AnswerMode | None = None, length: str | None = None) -> Answer:
+            filters: PaperQuery | None = None, mode: AnswerMode | None = None, length: str | None = None, *,
+            pin: Sequence[str] = (), exclude: Sequence[str] = ()) -> Answer:
         """Answer one turn; ``history`` holds the conversation's earlier answers. The same driver as
         ``stream``, drained: only how the model's reply arrives differs."""
-        *_, answer = self.stream(question, history, k, filters, mode, live=False, length=length)
+        *_, answer = self.stream(question, history, k, filters, mode, live=False, length=length, pin=pin,
+                                 exclude=exclude)
         assert isinstance(answer, Answer)
         return answer
 
@@ -276,8 +286,10 @@ class AnswerChain:
         assert condensed is not None
         query = condensed.standalone
         filters = state.scoped or state.filters
-        result = self.retriever.search(query, k=state.k, filters=filters)
+        result = self.retriever.search(query, k=state.k + len(state.exclude), filters=filters)
         hits = result.hits
+        if state.pin or state.exclude:  # the reader's steering (rag.qa.why)
+            hits = steer(hits, self.runtime.store, [], state.exclude, state.k)
         if condensed.prefer_ids and hits:
             state.focus_scorer = QuestionScorer(self.evidence, condensed.question)
             hits = self._prefer(hits, condensed, state.focus_scorer)
@@ -290,6 +302,8 @@ class AnswerChain:
                 ids = sorted(self.retriever.lexical.paper_ids[i] for i in allowed)[:state.k]
                 stored = {p.id: p for p in self.runtime.store.papers(ids)}
                 hits = [PaperHit(p, 0.0, paper=stored[p]) for p in ids if p in stored]
+        if state.pin:
+            hits = steer(hits, self.runtime.store, state.pin, state.exclude, state.k)
         state.query_vector = self.evidence.embed([query])[0]
         if any(h.passages for h in hits):  # full text: each paper's best evidence, its abstract or a passage
             choose_evidence(hits, self.evidence, QuestionScorer(self.evidence, query, state.query_vector))
@@ -332,10 +346,12 @@ class AnswerChain:
         state.timings["total_ms"] = (time.perf_counter() - state.started) * 1000
         if not state.hits and not state.filters.is_empty():
             state.warnings.append(f"no paper matches the filters ({describe_filters(state.filters)})")
+        applied = scope_filters(filters_dict(state.filters), state.pin, state.exclude)
+        why, not_cited = explain(condensed.standalone, state.hits, checked.citations, applied, state.pin)
         state.answer = Answer(
             question=state.question, standalone_question=condensed.standalone,
             answer=cite_pages(checked.text, checked.citations, state.hits),
-            answerable=checked.answerable, mode=state.mode, filters=filters_dict(state.filters),
+            answerable=checked.answerable, mode=state.mode, filters=applied, why=why, not_cited=not_cited,
             citations=checked.citations, statements=checked.statements,
             retrieved=[{"paper_id": h.paper_id, "score": float(h.score)} for h in state.hits],
             timings=state.timings, warnings=list(dict.fromkeys(state.warnings)), complete=gen.incomplete is None,
@@ -381,18 +397,20 @@ class Conversation:
                  mode: AnswerMode | None = None, length: str | None = None) -> None:
         self.chain, self.k, self.filters, self.mode, self.length = chain, k, filters, mode, length
         self.turns: list[Answer] = []
+        self.pin: list[str] = []  # steering for the turns that follow (``/pin``, ``/exclude``; rag.qa.why)
+        self.exclude: list[str] = []
 
     def ask(self, question: str) -> Answer:
         """Answer the next turn and remember it."""
         answer = self.chain.ask(question, history=self.turns, k=self.k, filters=self.filters, mode=self.mode,
-                                length=self.length)
+                               length=self.length, pin=self.pin, exclude=self.exclude)
         self.turns.append(answer)
         return answer
 
     def stream(self, question: str) -> Iterator[str | Answer]:
         """Stream the next turn (text pieces, then the Answer) and remember it."""
         for item in self.chain.stream(question, history=self.turns, k=self.k, filters=self.filters, mode=self.mode,
-                                      length=self.length):
+                                      length=self.length, pin=self.pin, exclude=self.exclude):
             if isinstance(item, Answer):
                 self.turns.append(item)
             yield item

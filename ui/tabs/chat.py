@@ -15,6 +15,7 @@ from rag.errors import PaperchatError
 from rag.index.paper_query import PaperQuery
 from rag.limits import check_question
 from rag.qa.chain import resolve_mode
+from rag.qa.why import steering_command
 from ui import render, services
 from ui.assets import LATEX_DELIMITERS
 from ui.export import bibtex, cited_papers, conversation_markdown, conversation_scope
@@ -132,6 +133,12 @@ class ChatHandlers:
         chat = list(chat or []) + [{"role": "user", "content": inline(text, "chat")}]
         state.msg_turn.append(None)
         streamed = ""
+        steered = steering_command(text, state.pin, state.exclude, state.answers[-1] if state.answers else None)
+        if steered is not None:  # /pin N|ID, /exclude N|ID: for the questions that follow (rag.qa.why)
+            chat.append({"role": "assistant", "content": f'<span class="pc-note">{inline(steered, "chat")}</span>'})
+            state.msg_turn.append(None)
+            yield chat, state, gr.skip(), "", *SKIP_FILTERS
+            return
         try:
             text = check_question(text, settings.limits)
             state.stamps = services.check_rate(state.stamps, settings.limits.requests_per_minute)
@@ -145,7 +152,8 @@ class ChatHandlers:
             answer = None
             for item in chain.stream(text, history=state.answers, k=int(k_),
                                      filters=None if filters.is_empty() else filters,
-                                     mode=chain.resolve_mode(mode_), length=length):
+                                     mode=chain.resolve_mode(mode_), length=length, pin=state.pin,
+                                     exclude=state.exclude):
                 if isinstance(item, Answer):
                     answer = item
                     continue

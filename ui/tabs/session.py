@@ -18,6 +18,8 @@ class Session:
     stamps: list[float] = field(default_factory=list)  # recent question times, for the per-minute limit
     shown: int | None = None  # the turn whose sources the side panel shows
     conversation: str | None = None  # the saved conversation's id (rag.conversations) once a turn is saved
+    pin: list[str] = field(default_factory=list)  # /pin: papers the next answers must consider (rag.qa.why)
+    exclude: list[str] = field(default_factory=list)  # /exclude: papers the next answers never cite
 
     def turn_at(self, index: Any) -> int | None:
         """The turn of the chat message at ``index`` (Gradio's event index: an int or ``[row, col]``), if any."""
