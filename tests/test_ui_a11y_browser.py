@@ -1,0 +1,156 @@
+"""Accessibility of the real app in Debian's Chromium: axe-core (the axe.min.js bundled by axe-playwright-python) on
+the chat, the conversations sidebar and the library with an answer shown; a keyboard-only session (ask, open a
+citation card, export, resume a saved conversation); and a phone-width (390 px) viewport without horizontal
+scrolling. One app per module over the sample corpus."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_ui_browser import ARTIFACTS, CHROMIUM, ask, debian_chromium
+from tests.test_ui_conversations_browser import App
+
+pytestmark = pytest.mark.browser
+
+SEVERE = ("serious", "critical")
+QUESTION = "What is procedural pretraining?"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[tuple[str, Path]]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: run `make browser` (apt-get install chromium) first.")
+    app = App(tmp_path_factory.mktemp("a11y-home"), embedder)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield app.start(), app.home
+    finally:
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(served: tuple[str, Path]) -> Iterator[Any]:
+    yield from debian_chromium()
+
+
+@pytest.fixture
+def new_page(browser: Any, served: tuple[str, Path]) -> Iterator[Any]:
+    contexts: list[Any] = []
+
+    def make(width: int = 1440, height: int = 1000) -> Any:
+        context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(served[0])
+        page.wait_for_selector("#pc-question textarea")
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def severe_violations(page: Any) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations on the page as it is now."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    return [v for v in Axe().run(page).response["violations"] if v["impact"] in SEVERE]
+
+
+def describe(violations: list[dict[str, Any]]) -> str:
+    return "\n".join(f"{v['id']} ({v['impact']}, {len(v['nodes'])} nodes): {v['help']}: "
+                     + "; ".join(n["html"][:120] for n in v["nodes"][:3]) for v in violations)
+
+
+def test_axe_finds_nothing_serious_in_chat_sidebar_and_library(new_page: Any) -> None:
+    page = new_page()
+    ask(page, QUESTION)
+    page.locator("#pc-sources details.pc-card summary").first.click()
+    page.wait_for_function("document.querySelector('#pc-sources details.pc-card').open === true")
+    assert page.locator("#pc-sources mark.pc-evidence").count() >= 1  # the card's custom HTML is in view
+    found = {"chat": severe_violations(page)}
+
+    page.click('#pc-sidebar button[aria-label="Toggle Sidebar"]')
+    page.wait_for_selector("#pc-sidebar.open")
+    page.locator("#pc-conversations label").first.wait_for()
+    found["sidebar"] = severe_violations(page)
+    page.click('#pc-sidebar button[aria-label="Toggle Sidebar"]')  # closed again: open, it covers the tabs
+    page.wait_for_selector("#pc-sidebar:not(.open)")
+
+    page.click("button[role=tab]:has-text('Library')")
+    page.wait_for_selector('#pc-library [data-testid="cell-0-1"]')
+    page.wait_for_timeout(200)  # the page script names the table's checkboxes on the next frame
+    found["library"] = severe_violations(page)
+    assert page.locator("#pc-library input[type=checkbox][aria-label^='Select: ']").count() >= 1
+    assert all(not v for v in found.values()), "\n".join(f"{view}:\n{describe(v)}" for view, v in found.items())
+
+
+def focus(page: Any, selector: str, limit: int = 120, back: bool = False) -> None:
+    """Press Tab (Shift+Tab with ``back``) until the focused element matches ``selector``."""
+    for _ in range(limit):
+        if page.evaluate("s => document.activeElement !== null && document.activeElement.matches(s)", selector):
+            return
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+    raise AssertionError(f"{selector} was not reached with {limit} presses of Tab: "
+                         + page.evaluate("document.activeElement && document.activeElement.outerHTML.slice(0, 200)"))
+
+
+def test_keyboard_only_ask_open_card_export_and_resume(new_page: Any) -> None:
+    page = new_page()
+    bots = page.locator('#pc-chat [data-testid="bot"]')
+    focus(page, "#pc-question textarea")
+    page.keyboard.type(QUESTION)
+    page.keyboard.press("Enter")  # asks
+    bots.first.locator(".pc-meta").wait_for()
+
+    focus(page, "#pc-chat a.pc-cite")  # the answer's first inline [n]
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.getElementById('pc-card-0-1').open === true")
+    focus(page, "#pc-card-0-1 > summary")  # a card's summary toggles it from the keyboard too
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.getElementById('pc-card-0-1').open === false")
+    page.keyboard.press("Space")
+    page.wait_for_function("document.getElementById('pc-card-0-1').open === true")
+
+    focus(page, "#pc-export-md", back=True)
+    page.keyboard.press("Enter")
+    page.locator("#pc-download a[download]").first.wait_for()
+    focus(page, "#pc-download a[download]")
+    with page.expect_download() as info:
+        page.keyboard.press("Enter")
+    saved = ARTIFACTS / "keyboard-export.md"
+    info.value.save_as(saved)
+    assert QUESTION in saved.read_text()
+
+    focus(page, '#pc-sidebar button[aria-label="Toggle Sidebar"]', back=True)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#pc-sidebar.open")
+    focus(page, "#pc-conv-new")
+    page.keyboard.press("Enter")  # a new chat: empty, the saved one listed and not chosen
+    page.wait_for_function("document.querySelectorAll('#pc-chat [data-testid=\"bot\"]').length === 0")
+    page.wait_for_function("document.querySelector('#pc-conversations input:checked') === null")
+    focus(page, "#pc-conversations input[type=radio]", back=True)
+    page.keyboard.press("Space")  # resumes it
+    bots.first.locator(".pc-meta").wait_for()
+    assert page.locator("#pc-conv-title input").input_value() == QUESTION
+    assert page.locator("#pc-sources details.pc-card").count() >= 1
+
+
+def test_phone_width_shows_answer_and_cards_without_horizontal_scrolling(new_page: Any) -> None:
+    page = new_page(390, 844)
+    msg = ask(page, QUESTION)
+    page.locator("#pc-sources details.pc-card summary").first.click()
+    page.wait_for_function("document.querySelector('#pc-sources details.pc-card').open === true")
+    width = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1] + 1, f"the page scrolls sideways at 390 px: scrollWidth {width[0]} > {width[1]}"
+    for box in (msg.bounding_box(), page.locator("#pc-sources details.pc-card").first.bounding_box()):
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 391, box
+    shot = ARTIFACTS / "phone-chat.png"
+    page.locator("#pc-sources details.pc-card").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 0
