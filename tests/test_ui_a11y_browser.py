@@ -6,53 +6,34 @@ scrolling. One app per module over the sample corpus."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_ui_browser import ARTIFACTS, CHROMIUM, ask, debian_chromium
-from tests.test_ui_conversations_browser import App
+from tests import test_ui_conversations_browser as conversations
+from tests.test_ui_browser import ARTIFACTS, ask
+from tests.test_ui_conversations_browser import App, open_page
 
 pytestmark = pytest.mark.browser
+served = conversations.served  # the app over its own home (stopped after the module), as the sidebar tests use it
+browser = conversations.browser  # Debian's chromium
 
 SEVERE = ("serious", "critical")
 QUESTION = "What is procedural pretraining?"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> Iterator[tuple[str, Path]]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: run `make browser` (apt-get install chromium) first.")
-    app = App(tmp_path_factory.mktemp("a11y-home"), embedder)
+def app_url(served: App) -> str:
+    """The app over the sample corpus, started once for the module (``served`` stops it)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    try:
-        yield app.start(), app.home
-    finally:
-        app.stop()
-
-
-@pytest.fixture(scope="module")
-def browser(served: tuple[str, Path]) -> Iterator[Any]:
-    yield from debian_chromium()
+    return served.start()
 
 
 @pytest.fixture
-def new_page(browser: Any, served: tuple[str, Path]) -> Iterator[Any]:
-    contexts: list[Any] = []
-
-    def make(width: int = 1440, height: int = 1000) -> Any:
-        context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
-        contexts.append(context)
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        page.goto(served[0])
-        page.wait_for_selector("#pc-question textarea")
-        return page
-
-    yield make
-    for context in contexts:
-        context.close()
+def page(browser: Any, app_url: str) -> Iterator[Any]:
+    pg = open_page(browser, app_url)
+    yield pg
+    pg.context.close()
 
 
 def severe_violations(page: Any) -> list[dict[str, Any]]:
@@ -67,8 +48,7 @@ def describe(violations: list[dict[str, Any]]) -> str:
                      + "; ".join(n["html"][:120] for n in v["nodes"][:3]) for v in violations)
 
 
-def test_axe_finds_nothing_serious_in_chat_sidebar_and_library(new_page: Any) -> None:
-    page = new_page()
+def test_axe_finds_nothing_serious_in_chat_sidebar_and_library(page: Any) -> None:
     ask(page, QUESTION)
     page.locator("#pc-sources details.pc-card summary").first.click()
     page.wait_for_function("document.querySelector('#pc-sources details.pc-card').open === true")
@@ -100,8 +80,7 @@ def focus(page: Any, selector: str, limit: int = 120, back: bool = False) -> Non
                          + page.evaluate("document.activeElement && document.activeElement.outerHTML.slice(0, 200)"))
 
 
-def test_keyboard_only_ask_open_card_export_and_resume(new_page: Any) -> None:
-    page = new_page()
+def test_keyboard_only_ask_open_card_export_and_resume(page: Any) -> None:
     bots = page.locator('#pc-chat [data-testid="bot"]')
     focus(page, "#pc-question textarea")
     page.keyboard.type(QUESTION)
@@ -141,8 +120,8 @@ def test_keyboard_only_ask_open_card_export_and_resume(new_page: Any) -> None:
     assert page.locator("#pc-sources details.pc-card").count() >= 1
 
 
-def test_phone_width_shows_answer_and_cards_without_horizontal_scrolling(new_page: Any) -> None:
-    page = new_page(390, 844)
+def test_phone_width_shows_answer_and_cards_without_horizontal_scrolling(page: Any) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
     msg = ask(page, QUESTION)
     card = page.locator("#pc-sources details.pc-card").first
     page.screenshot(path=str(ARTIFACTS / "phone-chat.png"), full_page=True)  # docs/img/phone-chat.png comes from it
