@@ -40,6 +40,30 @@ PAGE_JS = r"""
     box.dispatchEvent(new Event('input', {bubbles: true}));
     setTimeout(() => ask.click(), 100);
   }, true);
+  // Gradio's table marks each checkbox cell role=button around an unlabelled checkbox (axe: nested-interactive,
+  // label) and its "static column" icons carry aria-label without a role: give the boxes their row's title as
+  // a name and the icons role=img, whenever the table renders.
+  const fix = () => {
+    for (const cell of document.querySelectorAll('#pc-library .bool-cell[role=button], '
+                                                 + '#pc-library .select-all-checkbox[role=button]'))
+      cell.removeAttribute('role');
+    for (const box of document.querySelectorAll('#pc-library input[type=checkbox]')) {
+      const cell = box.closest('[data-testid^="cell-"]');
+      const row = cell ? cell.getAttribute('data-testid').split('-')[1] : null;
+      const title = row === null ? null : document.querySelector(`#pc-library [data-testid="cell-${row}-1"]`);
+      const name = title ? 'Select: ' + title.innerText.trim() : 'Select all rows';
+      if (box.getAttribute('aria-label') !== name) box.setAttribute('aria-label', name);
+    }
+    for (const icon of document.querySelectorAll('#pc-library th [aria-label]:not([role]):not(input):not(button)'))
+      icon.setAttribute('role', 'img');
+  };
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; fix(); });
+  }).observe(document.body, {childList: true, subtree: true});
+  fix();
 }
 """
 
@@ -47,6 +71,8 @@ CSS = """
 .gradio-container { max-width: 1500px !important; margin: 0 auto; }
 #pc-header h1 { margin-bottom: 0; font-size: 1.6em; }
 #pc-header p { margin-top: 2px; opacity: .75; }
+#pc-chat .md.chatbot { opacity: 1; }  /* Gradio fades messages to .8: the text then fails AA contrast */
+#pc-conv-heading h2 { font-size: 1.17em; }
 .pc-cite { text-decoration: none !important; font-weight: 600; color: var(--color-accent) !important;
   padding: 0 1px; white-space: nowrap; }
 .pc-cite:hover { text-decoration: underline !important; }
@@ -60,8 +86,8 @@ CSS = """
 .pc-side > span { display: block; }
 .pc-side em { display: block; font-size: .8em; font-style: normal; font-weight: 600; opacity: .75; }
 .pc-why-not { display: block; font-size: .8em; opacity: .8; margin-top: 4px; }
-.pc-absent { display: block; font-size: .8em; opacity: .6; }
-.pc-meta { display: block; font-size: .75em; opacity: .6; }
+.pc-absent { display: block; font-size: .8em; color: var(--body-text-color-subdued); }
+.pc-meta { display: block; font-size: .75em; color: var(--body-text-color-subdued); }
 .pc-error { color: #b91c1c; font-weight: 500; }
 .pc-cursor { opacity: .5; }
 #pc-sources { padding-right: 4px; }
@@ -73,7 +99,7 @@ CSS = """
 .pc-card.pc-card-contradicted { border-color: #dc2626; }
 .pc-stmt { font-size: .9em; }
 .pc-stmt-contradicted { color: #b91c1c; }
-.pc-stmt-absent { opacity: .65; }
+.pc-stmt-absent { color: var(--body-text-color-subdued); }
 .pc-card > summary { cursor: pointer; list-style: none; display: flex; gap: 10px; padding: 10px 12px;
   align-items: flex-start; }
 .pc-card > summary::-webkit-details-marker { display: none; }
@@ -94,7 +120,7 @@ CSS = """
 .pc-abstract { line-height: 1.55; }
 .pc-passage { line-height: 1.55; border-left: 3px solid currentColor; padding-left: .6em; }
 .pc-page { font-weight: 600; font-size: .85em; opacity: .8; }
-.pc-coverage { display: block; font-size: .7em; opacity: .55; }
+.pc-coverage { display: block; font-size: .75em; color: var(--body-text-color-subdued); }
 mark.pc-evidence { background: #fde68a; color: #1f2937; padding: 0 2px; border-radius: 3px; }
 .pc-links { font-size: .82em; }
 .pc-id { font-size: .9em; opacity: .7; }

@@ -44,7 +44,7 @@ class Sidebar:
 
 def build() -> Sidebar:
     """The sidebar's components (inside ``gr.Sidebar``)."""
-    gr.Markdown("### Conversations", elem_id="pc-conv-heading")
+    gr.Markdown("## Conversations", elem_id="pc-conv-heading")
     new_btn = gr.Button("New chat", size="sm", variant="primary", elem_id="pc-conv-new")
     listing = gr.Radio([], value=None, label="Saved conversations", elem_id="pc-conversations",
                        info="the latest first; choose one to go on with it")
