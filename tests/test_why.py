@@ -111,6 +111,8 @@ def test_steering_acts_on_the_next_turn_of_a_conversation(chain: AnswerChain, pl
     second = conv.ask(QUESTION)
     assert first.cited_ids[0] not in second.cited_ids
     assert second.retrieved[0]["paper_id"] == plain.not_cited[-1]["paper_id"]
+    conv.reset()  # a new conversation starts unsteered
+    assert (conv.pin, conv.exclude) == ([], []) and conv.ask(QUESTION).cited_ids == plain.cited_ids
 
 
 @pytest.fixture(scope="module")

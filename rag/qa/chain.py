@@ -411,3 +411,5 @@ class Conversation:
 
     def reset(self) -> None:
         self.turns.clear()
+        self.pin.clear()
+        self.exclude.clear()
