@@ -111,6 +111,8 @@ def test_steering_acts_on_the_next_turn_of_a_conversation(chain: AnswerChain, pl
     second = conv.ask(QUESTION)
     assert first.cited_ids[0] not in second.cited_ids
     assert second.retrieved[0]["paper_id"] == plain.not_cited[-1]["paper_id"]
+    conv.reset()  # a new conversation starts unsteered
+    assert (conv.pin, conv.exclude) == ([], []) and conv.ask(QUESTION).cited_ids == plain.cited_ids
 
 
 @pytest.fixture(scope="module")
@@ -175,3 +177,19 @@ def test_the_ui_chat_steers_with_commands_and_shows_why(rt: Runtime, chain: Answ
     history = say(QUESTION, history)
     assert plain.cited_ids[0] not in state.answers[1].cited_ids and state.answers[1].cited_ids
     assert "1 excluded" in history[-1]["content"]
+
+
+def test_the_api_takes_pin_and_exclude(rt: Runtime, plain: Answer) -> None:
+    from fastapi.testclient import TestClient
+
+    from ui import api
+    from ui.library import Library
+
+    gone, wanted = plain.cited_ids[0], plain.not_cited[0]["paper_id"]
+    with TestClient(api.asgi_app(Library.open(rt))) as http:  # loopback, no keys configured
+        body = {"question": QUESTION, "mode": "extractive", "k": 3, "pin": [wanted], "exclude": [gone]}
+        turn = http.post("/v1/ask", json=body).json()
+        refused = http.post("/v1/ask", json={**body, "pin": "not a list"})
+    cited = [c["paper_id"] for c in turn["citations"]]
+    assert cited[0] == wanted and gone not in cited and turn["filters"] == {"pinned": [wanted], "excluded": [gone]}
+    assert [w["paper_id"] for w in turn["why"]] == cited and refused.status_code == 422  # a bad field, named

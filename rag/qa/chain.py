@@ -417,3 +417,5 @@ class Conversation:
 
     def reset(self) -> None:
         self.turns.clear()
+        self.pin.clear()
+        self.exclude.clear()
