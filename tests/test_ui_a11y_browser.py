@@ -71,9 +71,14 @@ def test_axe_finds_nothing_serious_in_chat_sidebar_and_library(page: Any) -> Non
 
 
 def focus(page: Any, selector: str, limit: int = 120, back: bool = False) -> None:
-    """Press Tab (Shift+Tab with ``back``) until the focused element matches ``selector``."""
+    """Press Tab (Shift+Tab with ``back``) until the focused element matches ``selector``; every element focused on
+    the way must be on screen (the closed sidebar's controls, off the page's left edge, are not Tab stops)."""
     for _ in range(limit):
-        if page.evaluate("s => document.activeElement !== null && document.activeElement.matches(s)", selector):
+        at = page.evaluate("""s => { const a = document.activeElement; const r = a.getBoundingClientRect();
+          return [a.matches(s), a === document.body || (r.right > 0 && r.left < innerWidth), a.outerHTML.slice(0, 120)];
+        }""", selector)
+        assert at[1], f"focus went to an element off screen: {at[2]}"
+        if at[0]:
             return
         page.keyboard.press("Shift+Tab" if back else "Tab")
     raise AssertionError(f"{selector} was not reached with {limit} presses of Tab: "
@@ -109,6 +114,7 @@ def test_keyboard_only_ask_open_card_export_and_resume(page: Any) -> None:
     focus(page, '#pc-sidebar button[aria-label="Toggle Sidebar"]', back=True)
     page.keyboard.press("Enter")
     page.wait_for_selector("#pc-sidebar.open")
+    page.wait_for_function("document.querySelector('#pc-sidebar').getBoundingClientRect().left >= 0")  # slid in
     focus(page, "#pc-conv-new")
     page.keyboard.press("Enter")  # a new chat: empty, the saved one listed and not chosen
     page.wait_for_function("document.querySelectorAll('#pc-chat [data-testid=\"bot\"]').length === 0")

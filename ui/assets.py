@@ -73,6 +73,7 @@ CSS = """
 #pc-header p { margin-top: 2px; opacity: .75; }
 #pc-chat .md.chatbot { opacity: 1; }  /* Gradio fades messages to .8: the text then fails AA contrast */
 #pc-conv-heading h2 { font-size: 1.17em; }
+#pc-sidebar:not(.open) > .sidebar-content { visibility: hidden; }  /* closed: off-screen, so out of the Tab order */
 .pc-cite { text-decoration: none !important; font-weight: 600; color: var(--color-accent) !important;
   padding: 0 1px; white-space: nowrap; }
 .pc-cite:hover { text-decoration: underline !important; }
