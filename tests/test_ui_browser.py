@@ -386,6 +386,9 @@ def test_chat_collection_picker_scopes_the_answer(page: Any, app_server: dict[st
     seeded = app_server["runtime"].collections().members(SEEDED)
     page.click("#pc-collection input")
     page.locator(f'li[data-testid="dropdown-option"][aria-label="{SEEDED} (3)"]').click()
+    # the picker takes typed names too (allow_custom_value): ask only once it shows the picked one, or a busy
+    # machine can send the question with the value it had before the click
+    page.wait_for_function(f"document.querySelector('#pc-collection input').value.startsWith({json.dumps(SEEDED)})")
     msg = ask(page, "What is procedural pretraining?")  # the whole library would cite the procedural paper
     assert f"collection: {SEEDED}" in msg.locator(".pc-filters").inner_text()
     assert procedural_label(app_server) not in page.locator("#pc-sources").inner_text()
