@@ -184,8 +184,7 @@ def test_chat_stream_cards_followup_feedback_and_exports(page: Any, app_server: 
     titles = page.locator("#pc-sources .pc-title").all_inner_texts()
     assert label in titles, titles
 
-    first.click()  # clicking an earlier answer shows its sources again
-    page.wait_for_selector("#pc-card-0-1")
+    show_sources_of(page, first, "#pc-card-0-1")  # clicking an earlier answer shows its sources again
 
     page.locator('#pc-chat button[aria-label="Like"]').first.click()
     feedback = app_server["home"] / "feedback.jsonl"
@@ -206,6 +205,22 @@ def test_chat_stream_cards_followup_feedback_and_exports(page: Any, app_server: 
     lib = bibtexparser.parse_string(bib.read_text())
     assert lib.entries and not lib.failed_blocks
     assert any("Jiang" in e.fields_dict["author"].value for e in lib.entries if "author" in e.fields_dict)
+
+
+def show_sources_of(page: Any, message: Any, card: str, tries: int = 4) -> None:
+    """Click ``message`` (on its meta line, which holds no link) until the sources panel shows ``card``. A click
+    can land on another message when the chat scrolls itself to the newest answer between Playwright's aim and
+    its click (seen in CI under load), so a miss is retried; a click on the answer already shown changes nothing."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(tries):
+        message.locator(".pc-meta").click()
+        try:
+            page.wait_for_selector(card, timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
 
 
 def download(page: Any, button: str, home: Path, where: str = "#pc-download") -> Path:
