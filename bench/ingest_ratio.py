@@ -29,12 +29,12 @@ def _bare_encoder(embedder: object) -> Any:
     model = getattr(embedder, "_model", None)
     if model is not None:
         return model
-    source = getattr(embedder, "source", None)
-    if source is None:
+    location = getattr(embedder, "model_location", None)
+    if location is None:
         raise SystemExit("the ingest ratio is measured for local sentence-transformers models")
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(source, device="cpu", local_files_only=True)
+    return SentenceTransformer(location, device="cpu", local_files_only=True)
 
 
 def run(corpus: Path, limit: int | None, repeats: int = 2) -> dict[str, float]:

@@ -61,18 +61,19 @@ class Paper:
     url: str | None = None
     doi: str | None = None
     arxiv_id: str | None = None
-    source_file: str = ""
-    source_line: int = 0
-    # Named sets the record belongs to in its source (a Zotero collection path "Parent/Child"). Membership is
-    # kept apart from the paper (``rag.index.collections``), so it is not part of the content hash.
+    origin_file: str = ""
+    origin_line: int = 0
+    # Named sets the record belongs to where it was read from (a Zotero collection path "Parent/Child").
+    # Membership is kept apart from the paper (``rag.index.collections``), so it is not part of the content hash.
     collections: list[str] = field(default_factory=list)
     # The full text's passages (``rag.ingest.fulltext.Passage``), read only when full text is on: stored as further
     # rows of the paper with their own version, so not part of the content hash either.
     passages: tuple[Passage, ...] = field(default=(), compare=False, repr=False)
 
     @property
-    def source(self) -> str:
-        return f"{self.source_file}:{self.source_line}"
+    def origin(self) -> str:
+        """``file:line`` of the record this paper was read from."""
+        return f"{self.origin_file}:{self.origin_line}"
 
     @property
     def abstract_hash(self) -> str:
@@ -96,8 +97,8 @@ class Paper:
         The label is stored too and derived by code (``rag.contribution``), so it is part of the hash: when
         labelling improves, the next ingest of the same files rewrites exactly the papers whose label changed."""
         data = asdict(self)
-        data.pop("source_file")
-        data.pop("source_line")
+        data.pop("origin_file")
+        data.pop("origin_line")
         data.pop("collections")
         data.pop("passages")
         data["label"] = self.label
@@ -113,8 +114,8 @@ class Paper:
 @dataclass(frozen=True)
 class StoredPaper:
     """A paper as read back from the store (``rag.index.rows.read_paper``): what retrieval ranks, answers
-    cite and front ends list. ``label`` is the heading stored at ingest (never empty); ``source`` is
-    ``file:line`` of the record it came from."""
+    cite and front ends list. ``label`` is the heading stored at ingest (never empty); ``origin`` is
+    ``file:line`` of the record it was read from."""
 
     id: str
     label: str
@@ -127,7 +128,7 @@ class StoredPaper:
     doi: str | None = None
     arxiv_id: str | None = None
     abstract: str = ""
-    source: str | None = None
+    origin: str | None = None
 
     @property
     def heading(self) -> str:
@@ -138,12 +139,12 @@ class StoredPaper:
         """The public paper object (``paperchat papers --json``), lists as lists."""
         return {"id": self.id, "label": self.label, "title": self.title, "authors": list(self.authors),
                 "categories": list(self.categories), "year": self.year, "venue": self.venue, "url": self.url,
-                "doi": self.doi, "arxiv_id": self.arxiv_id, "abstract": self.abstract, "source": self.source}
+                "doi": self.doi, "arxiv_id": self.arxiv_id, "abstract": self.abstract, "origin": self.origin}
 
 
 def assign_id(paper_kind: str | None, own_id: str | None, *, doi: str | None, arxiv_id: str | None,
               abstract: str) -> str:
-    """Stable id: the arXiv id, else the DOI, else the source's own key, else a content hash."""
+    """Stable id: the arXiv id, else the DOI, else the record's own key in its file, else a content hash."""
     if arxiv_id:
         return f"arxiv:{arxiv_id}"
     if doi:

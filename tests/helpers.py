@@ -23,6 +23,16 @@ def chunk_ids(store: ChromaStore) -> list[str]:
     return [chunk_id(md["paper_id"], md["content_hash"], int(md["chunk"])) for md in store.iter_metadata()]
 
 
+def rename_metadata_key(col, old: str, new: str) -> int:
+    """Rewrite every row of a Chroma collection with its metadata key ``old`` named ``new`` (as rows written by an
+    earlier version hold it): the rows are deleted and added again, so no merge of metadata keeps the other key."""
+    got = col.get(include=["metadatas", "documents", "embeddings"])
+    mds = [{(new if k == old else k): v for k, v in md.items()} for md in got["metadatas"]]
+    col.delete(ids=got["ids"])
+    col.add(ids=got["ids"], documents=got["documents"], embeddings=got["embeddings"], metadatas=mds)
+    return sum(new in md for md in mds)
+
+
 def store_problems(store: ChromaStore) -> list[str]:
     """What a consistent store never holds: a paper stored in several versions, or a version missing chunks."""
     versions: dict[str, dict[str, list[int]]] = defaultdict(dict)

@@ -32,10 +32,12 @@ def full_answer() -> Answer:
                                  dense_rank=None, scope=["pinned"])])
 
 
-def usage_table(text: str | None = None) -> dict[str, tuple[str, str]]:
-    """docs/usage.md's `ask --json` table (or the same in ``text``): key → (type, meaning), in order."""
+def usage_table(text: str | None = None, heading: str = "`paperchat ask --json` prints one object per turn"
+                ) -> dict[str, tuple[str, str]]:
+    """docs/usage.md's `ask --json` table (or the same in ``text``; or the table after ``heading``): key → (type,
+    meaning), in order."""
     text = USAGE.read_text(encoding="utf-8") if text is None else text
-    start = text.index("`paperchat ask --json` prints one object per turn")
+    start = text.index(heading)
     rows = {}
     for line in text[start:].splitlines()[1:]:
         if rows and not line.startswith("|"):
@@ -98,3 +100,17 @@ def test_the_checks_see_a_drifted_table() -> None:
     assert not isinstance(full_answer().to_dict()["filters"], JSON_TYPES[retyped["filters"][0]])
     unnamed = usage_table(text.replace("`paper_ids`, `collection`", "`paper_ids`"))
     assert "collection" not in names(unnamed["filters"][1])
+
+
+def test_the_paper_object_is_documented_key_by_key() -> None:
+    """`paperchat papers --json` (and GET /v1/papers, MCP get_paper) print ``StoredPaper.to_dict``: docs/usage.md
+    lists its keys in order with the JSON type each has when set."""
+    from rag.records import StoredPaper
+
+    paper = StoredPaper(id="arxiv:1", label="L", title="T", authors=("A B",), categories=("cs.LG",), year=2024,
+                        venue="V", url="https://example.org", doi="10.1/x", arxiv_id="1", abstract="x",
+                        origin="a.jsonl:3")
+    printed = paper.to_dict()
+    table = usage_table(heading="`paperchat papers --json` prints a list of paper objects")
+    assert list(table) == list(printed)
+    assert not {k: t for k, (t, _) in table.items() if not isinstance(printed[k], JSON_TYPES[t])}

@@ -46,7 +46,7 @@ def test_each_bad_pdf_is_one_line_and_the_rest_is_stored(make_runtime, tmp_path:
     assert report.added == 2 and report.full_text == 1, report
     res = rt.store.collection.get(include=["metadatas"])
     with_passages = {md[rows.PAPER_ID] for md in res["metadatas"] if rows.is_passage(md)}
-    stored = {p.source.split(":")[0].rsplit("/", 1)[-1]: p.id for p in rt.store.papers()}
+    stored = {p.origin.split(":")[0].rsplit("/", 1)[-1]: p.id for p in rt.store.papers()}
     assert set(stored) == {"a-gfs.pdf", "b-long.pdf"} and with_passages == {stored["a-gfs.pdf"]}
 
 

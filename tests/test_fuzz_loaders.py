@@ -49,7 +49,7 @@ def check_load(path: Path, **kwargs: object) -> tuple[list[Paper], list[object]]
     for p in r.papers:
         assert isinstance(p, Paper) and p.id and isinstance(p.abstract, str)
         assert MIN_ABSTRACT_CHARS <= len(p.abstract) <= limit, len(p.abstract)
-        assert p.source_file == str(path) and p.source_line >= 1
+        assert p.origin_file == str(path) and p.origin_line >= 1
         assert p.title is None or (isinstance(p.title, str) and p.title.strip())
         assert all(isinstance(a, str) and a for a in p.authors)
         assert p.year is None or 1800 <= p.year <= 2100
@@ -225,7 +225,7 @@ def test_one_megabyte_abstract_is_cut_with_a_warning(tmp_path: Path, fmt: str,
     text = papers[0].abstract
     assert len(text) <= DEFAULTS.abstract_chars and len(text) > DEFAULTS.abstract_chars - len(sentence) - 2
     assert text.endswith("periodic covariance. \u2026")  # cut at a sentence end
-    line = papers[0].source_line
+    line = papers[0].origin_line
     assert any(f"{f}:{line}: abstract cut to the" in r.getMessage() and "ABSTRACT_CHARS" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
     small = check_load(f, fmt=fmt, abstract_chars=5000)  # the configured limit applies
@@ -364,10 +364,10 @@ def test_bibtex_broken_braces_lose_only_their_entry(tmp_path: Path, what: str, b
     after = at + broken.count("\n")  # good2's first line
     got = [(x.line, x.reason) for x in problems]  # type: ignore[attr-defined]
     if reason is None:
-        assert not got and [p.source_line for p in papers] == [1, at, after], (what, got)
+        assert not got and [p.origin_line for p in papers] == [1, at, after], (what, got)
     else:
         assert [line for line, _ in got] == [at] and reason in got[0][1], (what, got)
-        assert [(p.id, p.source_line) for p in papers] == [("bib:good", 1), ("bib:good2", after)], what
+        assert [(p.id, p.origin_line) for p in papers] == [("bib:good", 1), ("bib:good2", after)], what
 
 
 def test_binary_files_in_every_format(tmp_path: Path) -> None:
@@ -392,4 +392,4 @@ def test_line_numbers_count_only_newlines(tmp_path: Path) -> None:
                  f"Optimization\n\nBo Wu\n\n{ABSTRACT} Second.\n")
     assert detect_format(f) == "listing"
     papers, problems = check_load(f)  # type: ignore[misc]
-    assert [p.source_line for p in papers] == [3, 11] and [x.line for x in problems] == [9]
+    assert [p.origin_line for p in papers] == [3, 11] and [x.line for x in problems] == [9]

@@ -20,7 +20,7 @@ needs_datasets = pytest.mark.requires_data(NIPS, CRANFIELD_CORPUS)
 
 
 def by_line(result: LoadResult) -> dict[int, Paper]:
-    return {p.source_line: p for p in result.papers}
+    return {p.origin_line: p for p in result.papers}
 
 
 # ---------------------------------------------------------------- detection
@@ -75,7 +75,7 @@ def test_sample_listings_load_20_papers_each(samples: list[LoadResult]) -> None:
 
 def test_sample_listing_fields(samples: list[LoadResult]) -> None:
     first = samples[0].papers[0]
-    assert first.source_line == 3 and first.source_file == str(SAMPLES[0])
+    assert first.origin_line == 3 and first.origin_file == str(SAMPLES[0])
     assert first.categories == ["Deep Learning", "Large Language Models"]
     assert first.authors[0] == "Liangze Jiang" and len(first.authors) == 5
     assert first.abstract.startswith("Pretraining directly on web-scale corpora")
@@ -83,13 +83,13 @@ def test_sample_listing_fields(samples: list[LoadResult]) -> None:
     assert ["Social Aspects", "Accountability, Transparency, and Interpretability"] in cats
     assert ["General Machine Learning"] in cats and ["Applications"] in cats and ["Reinforcement Learning"] in cats
     assert "Leif Döring" in samples[0].papers[1].authors
-    assert [p.source_line for p in samples[1].papers][:3] == [3, 9, 15]
+    assert [p.origin_line for p in samples[1].papers][:3] == [3, 9, 15]
 
 
 def test_sample_listing_latex_is_readable(samples: list[LoadResult]) -> None:
     for p in (p for r in samples for p in r.papers):
         for residue in ("\\\\%", "\\%", "\\textsc", "\\emph", "\\textbf", "\\cite"):
-            assert residue not in p.abstract, (p.source, residue)
+            assert residue not in p.abstract, (p.origin, residue)
     text = " ".join(p.abstract for r in samples for p in r.papers)
     assert "*Energy Loss Phenomenon*" in text  # Markdown emphasis survives
 
@@ -97,7 +97,7 @@ def test_sample_listing_latex_is_readable(samples: list[LoadResult]) -> None:
 def test_listing_fixture_blocks_and_problems() -> None:
     r = load(FIX / "listing.txt")
     assert r.format == "listing"
-    assert [p.source_line for p in r.papers] == [3, 9, 15, 23]
+    assert [p.origin_line for p in r.papers] == [3, 9, 15, 23]
     assert [(x.line, "no abstract" in x.reason) for x in r.problems] == [(19, True)]
     p = by_line(r)
     assert p[3].categories == ["Deep Learning", "Large Language Models"]
@@ -186,7 +186,7 @@ def test_bibtex_citation_key_and_scholar_arxiv(tmp_path: Path) -> None:
     r = load(f)
     assert [p.id for p in r.papers] == ["arxiv:2101.00190", "bib:note1"]
     assert r.papers[1].authors == ["Aurélien Géron"] and r.papers[1].title == "BERT notes"
-    assert r.papers[1].year == 2020 and r.papers[1].source_line == 9
+    assert r.papers[1].year == 2020 and r.papers[1].origin_line == 9
 
 
 def test_bibtex_strict_and_empty(tmp_path: Path) -> None:
@@ -233,7 +233,7 @@ def test_bibtex_lines_are_the_files_lines(tmp_path: Path, name: str, caplog: pyt
     parsed = {b.key: b.start_line + 1 for b in bibtexparser.parse_string(body).entries}
     caplog.clear()
     r = load(f)
-    got = {p.id.removeprefix("bib:"): p.source_line for p in r.papers}
+    got = {p.id.removeprefix("bib:"): p.origin_line for p in r.papers}
     assert len(r.papers) == 2 and len(r.problems) == 1 and "'broken'" in r.problems[0].reason, r.problems
     got["broken"] = r.problems[0].line
     assert got == at, (got, at)
@@ -245,7 +245,7 @@ def test_bibtex_lines_are_the_files_lines(tmp_path: Path, name: str, caplog: pyt
 
 def test_csv_quoted_multiline_rows() -> None:
     r = load(FIX / "papers.csv")
-    assert r.format == "csv" and [p.source_line for p in r.papers] == [2, 5, 7]
+    assert r.format == "csv" and [p.origin_line for p in r.papers] == [2, 5, 7]
     assert [(x.line, x.reason) for x in r.problems] == [(6, "no abstract")]
     p = by_line(r)
     assert p[2].title == 'Learning to Rank with "Soft" Labels' and p[2].authors == ["J. Smith", "A. B. Doe"]
@@ -282,7 +282,7 @@ def test_mapping_errors_name_the_column() -> None:
 
 def test_json_records() -> None:
     r = load(FIX / "papers.json")
-    assert r.format == "json" and [p.source_line for p in r.papers] == [1, 3]
+    assert r.format == "json" and [p.origin_line for p in r.papers] == [1, 3]
     assert [(x.line, "not an object" in x.reason) for x in r.problems] == [(2, True)]
     a, b = r.papers
     assert a.authors == ["Kaiming He", "Xiangyu Zhang", "Shaoqing Ren", "Jian Sun"]
@@ -307,7 +307,7 @@ def test_json_shapes(tmp_path: Path) -> None:
 
 def test_jsonl_records() -> None:
     r = load(FIX / "papers.jsonl")
-    assert r.format == "jsonl" and [p.source_line for p in r.papers] == [1, 2, 4]
+    assert r.format == "jsonl" and [p.origin_line for p in r.papers] == [1, 2, 4]
     assert [(x.line, x.reason) for x in r.problems] == [(3, "no abstract")]
     a, b, c = r.papers
     assert a.id == "arxiv:2101.00190" and a.authors == ["Xiang Lisa Li", "Percy Liang"] and a.categories == ["cs.CL"]
@@ -353,7 +353,7 @@ def test_nips_csvs_load_without_mapping() -> None:
     assert [len(r.papers) for r in results] == [360, 411, 403]
     assert sum(len(r.papers) for r in results) == 1174 and all(not r.problems for r in results)
     first = results[0].papers[0]
-    assert first.title == "The Randomized Dependence Coefficient" and first.year == 2013 and first.source_line == 2
+    assert first.title == "The Randomized Dependence Coefficient" and first.year == 2013 and first.origin_line == 2
     assert "Hirschfeld-Gebelein-Rényi" in first.abstract
     assert {p.year for r in results for p in r.papers} == {2013, 2014, 2015}
 
@@ -368,7 +368,7 @@ def test_beir_fixture() -> None:
     assert p.title == ("Microstructural development of human newborn cerebral white matter assessed in vivo by "
                        "diffusion tensor magnetic resonance imaging")
     assert p.authors == ["R. C. McKinstry", "A. Mathur"] and p.year == 2002
-    assert p.source_file.endswith("corpus.jsonl")
+    assert p.origin_file.endswith("corpus.jsonl")
     with pytest.raises(InputError, match="BEIR queries file"):
         load(FIX / "beir" / "scifact-mini" / "queries.jsonl")
 
@@ -424,7 +424,7 @@ def test_listing_wrapped_abstract_and_crlf(tmp_path: Path) -> None:
                   "show a new bound.\r\n\r\nApplications\r\n\r\nCy Twombly\r\n\r\n"
                   "A second abstract that is long enough to count as running text in a listing.\r\n".encode())
     r = load(f)
-    assert [(p.source_line, p.categories, p.authors) for p in r.papers] == [
+    assert [(p.origin_line, p.categories, p.authors) for p in r.papers] == [
         (3, ["Theory", "Learning Theory"], ["Ann Lee", "Bo Wu"]), (10, ["Applications"], ["Cy Twombly"])]
     assert r.papers[0].abstract.endswith("gradient descent and show a new bound.") and not r.problems
 
@@ -434,7 +434,7 @@ def test_csv_with_bom_and_crlf(tmp_path: Path) -> None:
     f.write_bytes(b"\xef\xbb\xbfabstract,title\r\n\"Line one of the abstract,\r\nline two of it.\",T1\r\n"
                   b"\"Another abstract that is long enough.\",T2\r\n")
     r = load(f)
-    assert [(p.source_line, p.title, p.abstract) for p in r.papers] == [
+    assert [(p.origin_line, p.title, p.abstract) for p in r.papers] == [
         (2, "T1", "Line one of the abstract, line two of it."), (4, "T2", "Another abstract that is long enough.")]
 
 
@@ -586,7 +586,7 @@ def test_arxiv_oai_pmh_harvest_in_both_metadata_formats() -> None:
     assert (p.id, p.title, p.year) == ("arxiv:2103.01234", "Homogeneous geodesics and Einstein metrics", 2021)
     assert p.authors == ["Yang Gao", "Pavol Brunovský"]  # forenames + keyname, surname last
     assert p.categories == ["math.DG", "math.GR"] and p.venue == "J. Geom. Phys. 165 (2021) 104200"
-    assert p.doi == "10.1016/j.geomphys.2021.104300" and p.source_line == 6
+    assert p.doi == "10.1016/j.geomphys.2021.104300" and p.origin_line == 6
     assert [(x.line, x.reason) for x in r.problems] == [
         (23, "deleted in the harvest: oai:arXiv.org:math/0101001"), (26, "no abstract")]
     (raw,) = load(FIX / "arxiv_oai_raw.xml").papers  # arXivRaw: an authors string, dates in versions

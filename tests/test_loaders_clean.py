@@ -43,7 +43,7 @@ def stored(embedder, tmp_path_factory) -> dict[str, list[StoredPaper]]:
         assert report.failed == 0, report.file_errors
         by_file: dict[str, list[StoredPaper]] = {}
         for p in find_papers(rt.store, PaperQuery(), limit=10_000):
-            by_file.setdefault(Path((p.source or "").rsplit(":", 1)[0]).name, []).append(p)
+            by_file.setdefault(Path((p.origin or "").rsplit(":", 1)[0]).name, []).append(p)
         return by_file
     finally:
         rt.close()
@@ -52,7 +52,7 @@ def stored(embedder, tmp_path_factory) -> dict[str, list[StoredPaper]]:
 @pytest.mark.parametrize("path", QUIRKS + LOADER_FIXTURES, ids=lambda p: p.name)
 def test_no_markup_is_left_in_any_stored_field(path: Path, stored: dict[str, list[StoredPaper]]) -> None:
     name = "corpus.jsonl" if path.is_dir() else path.name
-    papers = [p for p in stored.get(name, []) if (p.source or "").startswith(str(path))]
+    papers = [p for p in stored.get(name, []) if (p.origin or "").startswith(str(path))]
     assert papers, f"nothing stored from {path}"
     found = {f"{p.id} {field}": left for p in papers for field, text in fields(p).items() if (left := leftovers(text))}
     assert not found, found

@@ -3,18 +3,21 @@ opening and answering without a re-ingest), and a chunk-0 row reads back as the 
 
 from __future__ import annotations
 
+from conftest import SAMPLE
+from helpers import rename_metadata_key
+
 from rag.index import rows
 from rag.records import Paper, StoredPaper
 
 PAPER = Paper(id="arxiv:2501.00001", abstract="We propose FooNet. It is fast.", title="FooNet",
               authors=["Ada Lovelace", "Grace B. Hopper"], categories=["Deep Learning", " "], year=2025,
-              url="https://arxiv.org/abs/2501.00001", arxiv_id="2501.00001", source_file="a.jsonl", source_line=3)
+              url="https://arxiv.org/abs/2501.00001", arxiv_id="2501.00001", origin_file="a.jsonl", origin_line=3)
 
 
 def test_a_paper_is_written_as_the_pinned_metadata() -> None:
     assert rows.chunk_metadata(PAPER, "c0ffee", 0, 2, 17) == {
         "paper_id": "arxiv:2501.00001", "content_hash": "c0ffee", "chunk": 0, "n_chunks": 2, "label": "FooNet",
-        "abstract_hash": PAPER.abstract_hash, "source": "a.jsonl:3", "llm_tokens": 17, "title": "FooNet",
+        "abstract_hash": PAPER.abstract_hash, "origin": "a.jsonl:3", "llm_tokens": 17, "title": "FooNet",
         "year": 2025, "url": "https://arxiv.org/abs/2501.00001", "arxiv_id": "2501.00001",
         "authors": ["Ada Lovelace", "Grace B. Hopper"], "categories": ["Deep Learning", " "],
         "author_keys": ["ada lovelace", "grace b hopper", "hopper", "lovelace"], "category_keys": ["deep learning"],
@@ -30,7 +33,7 @@ def test_a_first_chunk_row_reads_back_as_the_stored_paper() -> None:
     assert paper == StoredPaper(id=PAPER.id, label="FooNet", title="FooNet",
                                 authors=("Ada Lovelace", "Grace B. Hopper"), categories=("Deep Learning", " "),
                                 year=2025, url=PAPER.url, arxiv_id="2501.00001", abstract=PAPER.abstract,
-                                source="a.jsonl:3")
+                                origin="a.jsonl:3")
     assert paper.to_dict()["authors"] == ["Ada Lovelace", "Grace B. Hopper"] and paper.heading == "FooNet"
 
 
@@ -49,3 +52,19 @@ def test_where_clauses_use_the_row_keys() -> None:
         "$and": [{"author_keys": {"$contains": "kolter"}}, {"year": {"$gte": 2020}}]}
     assert rows.all_of() is None
     assert rows.paper_of_chunk(rows.chunk_id("doi:10.1/a#b", "h", 3)) == "doi:10.1/a#b"
+
+
+def test_a_store_written_under_the_old_origin_key_reads_the_same_papers(make_runtime) -> None:
+    """Rows written before ``origin`` was named so hold the record's file:line under ``source``: they read back as
+    the same papers, and an ingest of the same file leaves them as they are."""
+    rt = make_runtime()
+    rt.ingestor(progress=False).ingest(SAMPLE[:1])
+    before = rt.store.papers()
+    assert before and all(p.origin and p.origin.startswith(f"{SAMPLE[0]}:") for p in before)
+    assert rename_metadata_key(rt.store.collection, rows.ORIGIN, rows.OLD_ORIGIN) > 0
+    metadatas = rt.store.collection.get(include=["metadatas"])["metadatas"]
+    assert not any(rows.ORIGIN in md for md in metadatas) and all(rows.OLD_ORIGIN in md for md in metadatas)
+    assert rt.store.papers() == before
+    again = rt.ingestor(progress=False).ingest(SAMPLE[:1])
+    assert again.unchanged == len(before) and again.added == again.updated == 0
+    assert rt.store.papers() == before and [p.to_dict()["origin"] for p in before] == [p.origin for p in before]

@@ -36,7 +36,7 @@ def test_regular_items_with_their_fields_tags_and_collections(tmp_path: Path, ve
     db = library(tmp_path, version)
     assert detect_format(db) == "zotero" and detect_format(db.parent) == "zotero"
     result = load(db.parent)  # the Zotero data folder
-    papers = {p.source_line: p for p in result.papers}
+    papers = {p.origin_line: p for p in result.papers}
     want = expected(version)
     # exactly the regular items outside the trash with an abstract: no note, attachment, annotation, feed item
     assert set(papers) == set(want), sorted(papers)
@@ -44,7 +44,7 @@ def test_regular_items_with_their_fields_tags_and_collections(tmp_path: Path, ve
         p = papers[item_id]
         got = (p.id, p.title, p.authors, p.year, p.doi, p.arxiv_id, p.venue, p.categories, p.collections)
         assert got == (e.id, e.title, e.authors, e.year, e.doi, e.arxiv_id, e.venue, e.categories, e.collections)
-        assert p.source_file == str(db) and p.source == f"{db}:{item_id}"
+        assert p.origin_file == str(db) and p.origin == f"{db}:{item_id}"
     assert papers[1].abstract == ABS["tides"]
     assert papers[1].url == "https://example.org/tides" and papers[2].url == "https://arxiv.org/abs/2101.00001v2"
     # the item without an abstract is reported with its title, at its itemID; the trashed one is not mentioned
@@ -54,7 +54,7 @@ def test_regular_items_with_their_fields_tags_and_collections(tmp_path: Path, ve
 
 
 def test_each_arxiv_source_and_collection_quirk(tmp_path: Path) -> None:
-    papers = {p.source_line: p for p in load(library(tmp_path)).papers}
+    papers = {p.origin_line: p for p in load(library(tmp_path)).papers}
     assert papers[2].arxiv_id == "2101.00001"  # from the URL (its version dropped)
     assert papers[3].arxiv_id == "2102.00002"  # from an "arXiv: …" line of extra, DOI from a "DOI: …" line
     assert papers[13].arxiv_id == "2103.00003"  # from archiveID "arXiv:2103.00003" (Zotero 7 preprints)
@@ -71,7 +71,7 @@ def test_creators_follow_order_index_not_insertion(tmp_path: Path) -> None:
         con.execute("UPDATE itemCreators SET orderIndex = 0 WHERE itemID = 2 AND orderIndex = 1")
         con.execute("UPDATE itemCreators SET orderIndex = 1 WHERE itemID = 2 AND orderIndex = 9")
     con.close()
-    papers = {p.source_line: p for p in load(db).papers}
+    papers = {p.origin_line: p for p in load(db).papers}
     assert papers[2].authors == ["Noam Shazeer", "Ashish Vaswani"]
 
 
@@ -114,7 +114,7 @@ def test_a_library_locked_by_another_process_is_read_and_left_byte_identical(tmp
         probe.close()
         before = {f.name: digest(f) for f in db.parent.iterdir()}
         assert any(n.endswith(("-journal", "-wal")) for n in before), before  # the writer's file is there too
-        papers = {p.source_line: p for p in load(db.parent).papers}
+        papers = {p.origin_line: p for p in load(db.parent).papers}
         assert {f.name: digest(f) for f in db.parent.iterdir()} == before  # nothing written, nothing created
     finally:
         holder.kill()

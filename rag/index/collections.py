@@ -5,7 +5,7 @@ holding one row per (collection, paper): so it works the same embedded and again
 server, survives re-ingest and ``ingest --rebuild`` (which drop and rewrite chunks, never this), and each
 write is an idempotent upsert or delete of whole rows: a run killed at any moment leaves every row either
 written or not, and re-running the command finishes the job. A collection exists while it has members;
-deleting one never touches the papers. Rows record where they came from (``source``): papers added by
+deleting one never touches the papers. Rows record where they came from (``origin``): papers added by
 hand have none; a Zotero library's collections are tagged with the library's path, so a re-ingest of
 that library can remove from them what was removed in Zotero (:meth:`Collections.sync`) without touching
 collections filled by hand.
@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 
 NAME = "set"  # metadata keys of a membership row
 PAPER = "paper_id"
-SOURCE = "source"
+ORIGIN = "origin"  # the file whose collections the row was synced from ("" for a membership made by hand)
+OLD_ORIGIN = "source"  # the same, in rows written before it was named ORIGIN (read, never written)
 INTO = "into"  # of a merge row: the paper the row's ``paper_id`` was merged into
 MAX_NAME = 200
 _PAGE = 5000
@@ -116,6 +117,16 @@ def _guarded(fn: F) -> F:
         except Exception as e:
             self.store._raise_lost(e)
     return call  # type: ignore[return-value]
+
+
+def _from(origin: str) -> dict[str, Any]:
+    """The ``where`` clause of the memberships synced from ``origin``, under the key of either name."""
+    return {"$or": [{ORIGIN: origin}, {OLD_ORIGIN: origin}]}
+
+
+def origin_of(md: Mapping[str, Any]) -> str:
+    """A membership row's origin, whichever key it was written under."""
+    return str(md.get(ORIGIN, md.get(OLD_ORIGIN, "")))
 
 
 def _row_id(name: str, paper_id: str) -> str:
@@ -212,10 +223,10 @@ class Collections:
         return {p: sorted(v, key=str.casefold) for p, v in out.items()}
 
     @_guarded
-    def has_source(self, source: str) -> bool:
-        """Whether any membership came from ``source`` (a file whose collections are synced)."""
+    def has_origin(self, origin: str) -> bool:
+        """Whether any membership came from ``origin`` (a file whose collections are synced)."""
         col = self._rows()
-        return col is not None and bool(col.get(where={SOURCE: source}, include=[], limit=1)["ids"])
+        return col is not None and bool(col.get(where=_from(origin), include=[], limit=1)["ids"])
 
     def unknown(self, name: str) -> InputError:
         """The error for a name that is not stored (its candidates or the closest names)."""
@@ -227,7 +238,7 @@ class Collections:
 
     # ---- writes --------------------------------------------------------------------------------------
     @_guarded
-    def add(self, name: str, paper_ids: Iterable[str], source: str = "") -> int:
+    def add(self, name: str, paper_ids: Iterable[str], origin: str = "") -> int:
         """Put papers in a collection (made if new). Returns how many were not in it before."""
         name = check_name(name)
         ids = sorted(set(paper_ids))
@@ -239,7 +250,7 @@ class Collections:
         for i in range(0, len(ids), step):
             part = ids[i:i + step]
             col.upsert(ids=[_row_id(name, p) for p in part], embeddings=_VECTOR * len(part),
-                       metadatas=[{NAME: name, PAPER: p, SOURCE: source} for p in part])
+                       metadatas=[{NAME: name, PAPER: p, ORIGIN: origin} for p in part])
         return len(ids) - len(before)
 
     @_guarded
@@ -273,34 +284,34 @@ class Collections:
             return len(rows)
         col = self._rows(create=True)
         col.upsert(ids=[_row_id(new, md[PAPER]) for md in rows], embeddings=_VECTOR * len(rows),
-                   metadatas=[{NAME: new, PAPER: md[PAPER], SOURCE: md.get(SOURCE, "")} for md in rows])
+                   metadatas=[{NAME: new, PAPER: md[PAPER], ORIGIN: origin_of(md)} for md in rows])
         self._delete([_row_id(old, md[PAPER]) for md in rows])
         return len(rows)
 
     @_guarded
-    def sync(self, source: str, wanted: Mapping[str, Iterable[str]]) -> dict[str, int]:
-        """Make the memberships that came from ``source`` exactly ``wanted`` (name → paper ids): add what is
-        new, remove what the source no longer has. Rows from other sources and hand-made ones stay."""
+    def sync(self, origin: str, wanted: Mapping[str, Iterable[str]]) -> dict[str, int]:
+        """Make the memberships that came from ``origin`` exactly ``wanted`` (name → paper ids): add what is
+        new, remove what that file no longer has. Rows from other files and hand-made ones stay."""
         want = {(check_name(n), p) for n, ids in wanted.items() for p in ids}
-        have = {(md[NAME], md[PAPER]) for md in self._iter({SOURCE: source})} if source else set()
+        have = {(md[NAME], md[PAPER]) for md in self._iter(_from(origin))} if origin else set()
         added = removed = 0
         by_name: dict[str, list[str]] = {}
         for n, p in sorted(want - have):
             by_name.setdefault(n, []).append(p)
         for n, ids in by_name.items():
-            added += self.add(n, ids, source=source)
+            added += self.add(n, ids, origin=origin)
         gone = sorted(have - want)
         self._delete([_row_id(n, p) for n, p in gone])
         removed = len(gone)
         if added or removed:
-            log.info("collections from %s: %d memberships added, %d removed", source, added, removed)
+            log.info("collections from %s: %d memberships added, %d removed", origin, added, removed)
         return {"added": added, "removed": removed}
 
     # ---- merged papers -------------------------------------------------------------------------------
     @_guarded
     def merge(self, into: Mapping[str, str], delete: Callable[[], None]) -> int:
         """Papers merged into others (merged id → kept id): the merge is recorded first, then ``delete`` removes
-        the merged papers' rows, then their memberships become the kept papers' (same collection and source).
+        the merged papers' rows, then their memberships become the kept papers' (same collection and origin).
         Every step is idempotent, and a run killed after the record is finished by the next one (the papers are
         still stored, so merged again, or :meth:`follow_merges` moves what is left). Returns memberships moved."""
         into = {a: b for a, b in into.items() if a != b}
@@ -339,7 +350,7 @@ class Collections:
             return 0
         col = self._rows(create=True)
         col.upsert(ids=[_row_id(md[NAME], into[md[PAPER]]) for md in rows], embeddings=_VECTOR * len(rows),
-                   metadatas=[{NAME: md[NAME], PAPER: into[md[PAPER]], SOURCE: md.get(SOURCE, "")} for md in rows])
+                   metadatas=[{NAME: md[NAME], PAPER: into[md[PAPER]], ORIGIN: origin_of(md)} for md in rows])
         self._delete([_row_id(md[NAME], md[PAPER]) for md in rows])
         log.info("%d memberships moved to the papers %d merged papers went into", len(rows), len(into))
         return len(rows)

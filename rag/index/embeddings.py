@@ -117,27 +117,27 @@ class SentenceTransformerEmbedder:
         if cfg.model in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
             path = bundled_model_path()
             verify_sha256(path / "model.safetensors", DEFAULT_MODEL_SHA256)
-            source, self._name = str(path), f"sentence-transformers/{DEFAULT_MODEL}"
+            location, self._name = str(path), f"sentence-transformers/{DEFAULT_MODEL}"
             self._weights_sha256 = DEFAULT_MODEL_SHA256
         else:
-            source, self._name = cfg.model, cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
-        self.source = source  # what SentenceTransformer(...) would load: a local folder or a hub name
+            location, self._name = cfg.model, cfg.model if "/" in cfg.model else f"sentence-transformers/{cfg.model}"
+        self.model_location = location  # what SentenceTransformer(...) would load: a local folder or a hub name
         self._runtime, self._cache_dir = cfg.runtime, cache_dir
         self._bert: Any = None
         self._model: Any = None
         # A local BERT mean-pooling model (the bundled one included) runs without sentence-transformers, which
         # alone costs ~10 s of every cold start: from its checked ONNX export when an ingest wrote one (no torch
         # import at all, rag.index.onnx_bert), else in plain torch (rag.index.bert). Same vectors (≤ 1e-5).
-        shape = bert.supported(Path(source)) if Path(source).is_dir() else None
+        shape = bert.supported(Path(location)) if Path(location).is_dir() else None
         self._plain_bert = shape is not None  # rag.index.bert can run it (torch for bulk embeds, see _bulk_runner)
         export = self._onnx_path() if shape is not None and cfg.device in ("auto", "cpu") else None
         self._onnx = onnx_bert.load(export, self._weights()) if export is not None else None
         if self._onnx is not None and shape is not None:
             self.device = "cpu"
-            self._tokenizer, self._pad = bert.tokenizer(Path(source)), bert.pad_id(Path(source))
+            self._tokenizer, self._pad = bert.tokenizer(Path(location)), bert.pad_id(Path(location))
             self._dim, self._max = shape.hidden, shape.max_seq_length
         else:
-            self._dim, self._max = self._load_torch(cfg, source)
+            self._dim, self._max = self._load_torch(cfg, location)
         self._batch = cfg.batch_size
         self._query_threads = cfg.query_threads
         self._scoring: Embedder | None = None
@@ -152,7 +152,7 @@ class SentenceTransformerEmbedder:
     def _weights(self) -> str:
         """The local model's weights sha256 (the bundled one's is known; another model's is read once)."""
         if self._weights_sha256 is None:
-            self._weights_sha256 = file_sha256(Path(self.source) / "model.safetensors")
+            self._weights_sha256 = file_sha256(Path(self.model_location) / "model.safetensors")
         return self._weights_sha256
 
     def _onnx_path(self) -> Path | None:
@@ -194,7 +194,7 @@ class SentenceTransformerEmbedder:
         runner = onnx_bert.load(path, self._weights())
         if runner is None:
             return
-        self._tokenizer, self._pad = bert.tokenizer(Path(self.source)), bert.pad_id(Path(self.source))
+        self._tokenizer, self._pad = bert.tokenizer(Path(self.model_location)), bert.pad_id(Path(self.model_location))
         self._onnx = runner  # last: the methods that branch on it find the tokenizer and pad id in place
         self._scoring = None  # the int8 copy, when vouched, is now usable too
 
@@ -221,7 +221,7 @@ class SentenceTransformerEmbedder:
                     self._scoring = QuantisedScorer(self, runner)
         return self._scoring
 
-    def _load_torch(self, cfg: EmbeddingSettings, source: str) -> tuple[int, int]:
+    def _load_torch(self, cfg: EmbeddingSettings, location: str) -> tuple[int, int]:
         """Load the model on torch; its (dimension, window)."""
         import torch
 
@@ -233,7 +233,7 @@ class SentenceTransformerEmbedder:
         # Torch's own CPU kernels run MiniLM as fast here (18–19 texts/s either way, measured) in flat memory.
         torch.backends.mkldnn.enabled = False
         self.device = resolve_device(cfg.device)
-        self._bert = bert.load(Path(source), self.device) if Path(source).is_dir() else None
+        self._bert = bert.load(Path(location), self.device) if Path(location).is_dir() else None
         if self._bert is None:
             try:
                 import transformers
@@ -241,7 +241,7 @@ class SentenceTransformerEmbedder:
 
                 transformers.logging.set_verbosity_error()  # no weight-loading bars or length warnings
                 transformers.logging.disable_progress_bar()
-                self._model = SentenceTransformer(source, device=self.device, local_files_only=True)
+                self._model = SentenceTransformer(location, device=self.device, local_files_only=True)
             except Exception as e:
                 raise ConfigError(f"cannot load embedding model {cfg.model!r} ({e.__class__.__name__}: {e}); "
                                   "give a local path or a model already in the Hugging Face cache") from e
@@ -346,7 +346,7 @@ class SentenceTransformerEmbedder:
                 from rag.index import bert
 
                 torch.backends.mkldnn.enabled = False  # as in _load_torch
-                encoder = bert.load(Path(self.source), "cpu")
+                encoder = bert.load(Path(self.model_location), "cpu")
                 self._torch_bulk = _TorchRunner(self, encoder) if encoder is not None else False
         return self._torch_bulk or None
 

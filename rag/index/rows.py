@@ -25,7 +25,8 @@ CHUNK = "chunk"  # the chunk's index within its paper (0 carries the abstract)
 N_CHUNKS = "n_chunks"
 LABEL = "label"
 ABSTRACT_HASH = "abstract_hash"
-SOURCE = "source"
+ORIGIN = "origin"  # file:line of the record the paper was read from
+OLD_ORIGIN = "source"  # the same, as rows written before it was named ORIGIN hold it (read, never written)
 LLM_TOKENS = "llm_tokens"
 TITLE = "title"
 YEAR = "year"
@@ -81,7 +82,7 @@ def chunk_metadata(paper: Paper, content_hash: str, index: int, n_chunks: int, l
     """The metadata of chunk ``index`` of ``paper``: its fields for filtering and display (no None, no [])."""
     md: dict[str, Any] = {
         PAPER_ID: paper.id, CONTENT_HASH: content_hash, CHUNK: index, N_CHUNKS: n_chunks,
-        LABEL: paper.label, ABSTRACT_HASH: paper.abstract_hash, SOURCE: paper.source,
+        LABEL: paper.label, ABSTRACT_HASH: paper.abstract_hash, ORIGIN: paper.origin,
         LLM_TOKENS: llm_tokens,
     }
     optional: dict[str, Any] = {
@@ -105,7 +106,7 @@ def passage_metadata(paper: StoredPaper, text_hash: str, index: int, n_passages:
         PAGE_START: page_start, PAGE_END: page_end, LABEL: paper.label, LLM_TOKENS: llm_tokens,
     }
     optional: dict[str, Any] = {
-        SECTION: section, TITLE: paper.title, YEAR: paper.year, SOURCE: paper.source,
+        SECTION: section, TITLE: paper.title, YEAR: paper.year, ORIGIN: paper.origin,
         AUTHORS: list(paper.authors) or None, CATEGORIES: list(paper.categories) or None,
         AUTHOR_KEYS: author_keys(paper.authors) or None, CATEGORY_KEYS: category_keys(paper.categories) or None,
     }
@@ -152,7 +153,8 @@ def read_paper(md: Mapping[str, Any]) -> StoredPaper:
     return StoredPaper(
         id=pid, label=md.get(LABEL, pid), title=md.get(TITLE), authors=tuple(md.get(AUTHORS) or ()),
         categories=tuple(md.get(CATEGORIES) or ()), year=md.get(YEAR), venue=md.get(VENUE), url=md.get(URL),
-        doi=md.get(DOI), arxiv_id=md.get(ARXIV_ID), abstract=md.get(ABSTRACT, ""), source=md.get(SOURCE))
+        doi=md.get(DOI), arxiv_id=md.get(ARXIV_ID), abstract=md.get(ABSTRACT, ""),
+        origin=md.get(ORIGIN, md.get(OLD_ORIGIN)))
 
 
 def paper_id(md: Mapping[str, Any]) -> str:

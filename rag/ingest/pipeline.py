@@ -8,7 +8,7 @@ stored at the same moment under other ids are merged into one (``rag.ingest.conv
 
 Collections: after each file, its papers (duplicates counted as the paper they duplicate) join the
 ``collection`` given to :meth:`Ingestor.ingest`, and the collections the records name themselves (a
-Zotero library's) are synced with that file as their source, so what left a collection there leaves it
+Zotero library's) are synced with that file as their origin, so what left a collection there leaves it
 here. A file that fails midway changes no membership.
 """
 
@@ -51,8 +51,8 @@ class IngestReport:
     embedded_sentences: int = 0  # with ingest.sentence_vectors
     full_text: int = 0  # papers whose full-text passages were written (ingest.full_text)
     embedded_passages: int = 0
-    collected: int = 0  # papers that joined a collection (the ``collection`` given, or their source's)
-    uncollected: int = 0  # memberships removed because the source no longer has them
+    collected: int = 0  # papers that joined a collection (the ``collection`` given, or their file's)
+    uncollected: int = 0  # memberships removed because their file no longer has them
     problems: list[str] = field(default_factory=list)
     file_errors: list[str] = field(default_factory=list)
     # the skipped records themselves, for the per-reason summary and the report file (rag.ingest.report)
@@ -133,7 +133,7 @@ class Ingestor:
         self._placed: list[tuple[str, list[str]]] = []  # (stored paper id, collections named) of the current file
         # the file the current one's records name as theirs (a Zotero data folder's zotero.sqlite), resolved:
         # the key its collections are synced under, however the library was named on the command line
-        self._source = ""
+        self._origin = ""
         self.collections = Collections(store)
         self._bumped = False  # the generation was bumped before this run's first write
 
@@ -151,9 +151,9 @@ class Ingestor:
                                  max_pdf_pages=self.max_pdf_pages)
                 records = loaders.iter_records(path, fmt=fmt, mapping=mapping, abstract_chars=self.abstract_chars,
                                                max_pdf_pages=self.max_pdf_pages, passage_tokens=self.passage_tokens)
-                self._placed, self._source = [], ""
+                self._placed, self._origin = [], ""
                 self._ingest_items(path, records, report)
-                self._file_done(report, collection, source=self._source or str(path.resolve()))
+                self._file_done(report, collection, origin=self._origin or str(path.resolve()))
             except InputError as e:
                 report.failed += 1
                 report.file_errors.append(str(e))
@@ -167,12 +167,12 @@ class Ingestor:
 
     def ingest_papers(self, papers: Iterable[Paper], collection: str | None = None) -> IngestReport:
         """Ingest records already in memory (tests, benchmarks, other front ends); with ``collection``, they
-        join it (the collections the records name are added to, never synced: there is no source file)."""
+        join it (the collections the records name are added to, never synced: there is no file to sync with)."""
         report = IngestReport()
         collection = check_name(collection) if collection is not None else None
         self._reset_run()
         self._ingest_items(Path("<memory>"), iter(papers), report)
-        self._file_done(report, collection, source=None)
+        self._file_done(report, collection, origin=None)
         self._drain(report)
         if report.changed or self._bumped:
             self.store.bump_generation()
@@ -184,21 +184,21 @@ class Ingestor:
         self._seen.clear()
         self._ids.clear()
         self._canon.clear()
-        self._placed, self._source = [], ""
+        self._placed, self._origin = [], ""
         self._bumped = False
 
-    def _file_done(self, report: IngestReport, collection: str | None, source: str | None) -> None:
+    def _file_done(self, report: IngestReport, collection: str | None, origin: str | None) -> None:
         """A file's records are all written: its memberships (a subclass that writes later defers this)."""
-        self._collect(report, collection, source)
+        self._collect(report, collection, origin)
 
     def _drain(self, report: IngestReport) -> None:
         """Every record is handed over: a subclass that writes elsewhere waits for its writes here."""
 
-    def _collect(self, report: IngestReport, collection: str | None, source: str | None,
+    def _collect(self, report: IngestReport, collection: str | None, origin: str | None,
                  placed: list[tuple[str, list[str]]] | None = None) -> None:
         """Memberships of the file just ingested (``placed``, default the current file's): all its papers join
-        ``collection``; the collections its records name are synced with ``source`` (added to, when there is
-        no source)."""
+        ``collection``; the collections its records name are synced with ``origin`` (added to, when there is
+        none)."""
         if placed is None:
             placed, self._placed = self._placed, []
         ids = list(dict.fromkeys(pid for pid, _ in placed))
@@ -208,11 +208,11 @@ class Ingestor:
         for pid, names in placed:
             for name in names:
                 wanted.setdefault(name, []).append(pid)
-        if source is None:
+        if origin is None:
             for name, members in wanted.items():
                 report.collected += self.collections.add(name, members)
-        elif wanted or self.collections.has_source(source):
-            changed = self.collections.sync(source, wanted)
+        elif wanted or self.collections.has_origin(origin):
+            changed = self.collections.sync(origin, wanted)
             report.collected += changed["added"]
             report.uncollected += changed["removed"]
         # a paper merged into another after its membership was decided (another writer settled since): follow it
@@ -259,7 +259,7 @@ class Ingestor:
                           and not (k.startswith("abs:") and _distinct(p, *self._ids[self._seen[k]]))), None)
             if other is not None:
                 report.duplicates += 1
-                log.info("%s: duplicate of %s, skipped", p.source, other or p.id)
+                log.info("%s: duplicate of %s, skipped", p.origin, other or p.id)
                 if other != p.id:
                     self._canon[p.id] = self._canon.get(other, other)
                 continue
@@ -282,7 +282,7 @@ class Ingestor:
                 hits.add(hit)
             if hits and p.id not in hits:
                 report.duplicates += 1
-                log.info("%s: already stored as %s, skipped", p.source, sorted(hits)[0])
+                log.info("%s: already stored as %s, skipped", p.origin, sorted(hits)[0])
                 self._canon[p.id] = sorted(hits)[0]
                 continue
             out.append(p)
@@ -304,8 +304,8 @@ class Ingestor:
         """Dedupe a batch and compare it with the store: which papers to write, which old chunks to delete.
         Counts added / updated / unchanged / duplicates; changes nothing stored."""
         incoming = [(p.id, p.collections) for p in batch]
-        if batch and not self._source and batch[0].source_file:
-            self._source = str(Path(batch[0].source_file).resolve())
+        if batch and not self._origin and batch[0].origin_file:
+            self._origin = str(Path(batch[0].origin_file).resolve())
         batch = self._dedupe(batch, report)
         states = self.store.chunk_states([p.id for p in batch])
         to_write: list[tuple[Paper, str]] = []
@@ -336,7 +336,7 @@ class Ingestor:
 
     def _write_passages(self, batch: list[Paper], report: IngestReport) -> None:
         """After the batch's papers are stored: their full-text passages, under the paper each record is stored
-        as (a PDF of a paper stored from another source adds its passages to that paper)."""
+        as (a PDF of a paper stored from another file adds its passages to that paper)."""
         records = {self._canon.get(p.id, p.id): p.passages for p in batch if p.passages}
         if not records:
             return

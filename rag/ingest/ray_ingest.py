@@ -194,7 +194,7 @@ class _PendingFile:
     """A file whose records are all planned; its collections are joined once ``ids`` are all written."""
 
     collection: str | None
-    source: str | None
+    origin: str | None
     placed: list[tuple[str, list[str]]]
     ids: set[str] = field(default_factory=set)
 
@@ -276,8 +276,8 @@ class RayIngestor(Ingestor):
             self._send(plan.to_write, report)
         self._collect_ready(report)
 
-    def _file_done(self, report: IngestReport, collection: str | None, source: str | None) -> None:
-        self._pending.append(_PendingFile(collection, source, self._placed, self._file_ids))
+    def _file_done(self, report: IngestReport, collection: str | None, origin: str | None) -> None:
+        self._pending.append(_PendingFile(collection, origin, self._placed, self._file_ids))
         self._placed, self._file_ids = [], set()
         self._collect_ready(report)
 
@@ -298,7 +298,7 @@ class RayIngestor(Ingestor):
         with self._lock:
             while self._pending and self._pending[0].ids.isdisjoint(self._unwritten):
                 f = self._pending.pop(0)
-                self._collect(report, f.collection, f.source, f.placed)
+                self._collect(report, f.collection, f.origin, f.placed)
 
     # ---- the pipeline -----------------------------------------------------------------------------------
     def _start(self, report: IngestReport) -> None:

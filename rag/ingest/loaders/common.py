@@ -228,8 +228,8 @@ def make_paper(path: Path, line: int, *, abstract: Any, title: Any = None, autho
         url=link,
         doi=clean,
         arxiv_id=arxiv,
-        source_file=str(path),
-        source_line=line,
+        origin_file=str(path),
+        origin_line=line,
     )
 
 
