@@ -33,7 +33,7 @@ def _state(rt: Runtime) -> dict[str, Any]:
     rt.lexical.sync(rt.store)
     vocab = sorted(rt.lexical.vocabulary())
     probes = random.Random(0).sample(vocab, 40)
-    return {"papers": rt.store.paper_ids(), "chunks": sorted(rt.store.collection.get(include=[])["ids"]),
+    return {"papers": rt.store.paper_ids(), "chunks": sorted(rt.store.chroma_collection.get(include=[])["ids"]),
             "members": {name: sorted(sets.members(name)) for name in sets.names()},
             "lexical": rt.lexical.paper_ids, "vocab": vocab,
             "scores": {t: np.round(rt.lexical.term_scores({t: 1.0}), 4).tolist() for t in probes}}

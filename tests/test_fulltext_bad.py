@@ -44,7 +44,7 @@ def test_each_bad_pdf_is_one_line_and_the_rest_is_stored(make_runtime, tmp_path:
         assert f"{name}:1: {reasons.get(name, long_notes[0].reason)}" in path.read_text()
     # nothing lost: both readable papers stored; only the one within the limit has passages
     assert report.added == 2 and report.full_text == 1, report
-    res = rt.store.collection.get(include=["metadatas"])
+    res = rt.store.chroma_collection.get(include=["metadatas"])
     with_passages = {md[rows.PAPER_ID] for md in res["metadatas"] if rows.is_passage(md)}
     stored = {p.origin.split(":")[0].rsplit("/", 1)[-1]: p.id for p in rt.store.papers()}
     assert set(stored) == {"a-gfs.pdf", "b-long.pdf"} and with_passages == {stored["a-gfs.pdf"]}

@@ -12,7 +12,7 @@ from tests.gfs_fixture import BODY_PAGE2, write_gfs
 
 
 def _rows(rt) -> dict[str, dict]:
-    res = rt.store.collection.get(include=["metadatas"])
+    res = rt.store.chroma_collection.get(include=["metadatas"])
     return dict(zip(res["ids"], res["metadatas"], strict=True))
 
 

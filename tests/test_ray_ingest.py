@@ -80,7 +80,7 @@ def _rows(home: Path, **store: Any) -> dict[str, tuple[np.ndarray, dict[str, Any
 
     st = ChromaStore(Settings(home=home, **({"store": store} if store else {})), None, None)
     try:
-        res = st.collection.get(include=["embeddings", "metadatas", "documents"])
+        res = st.chroma_collection.get(include=["embeddings", "metadatas", "documents"])
     finally:
         st.close()
     return {cid: (np.asarray(v, dtype=np.float32), md, doc)

@@ -61,8 +61,8 @@ def test_a_store_written_under_the_old_origin_key_reads_the_same_papers(make_run
     rt.ingestor(progress=False).ingest(SAMPLE[:1])
     before = rt.store.papers()
     assert before and all(p.origin and p.origin.startswith(f"{SAMPLE[0]}:") for p in before)
-    assert rename_metadata_key(rt.store.collection, rows.ORIGIN, rows.OLD_ORIGIN) > 0
-    metadatas = rt.store.collection.get(include=["metadatas"])["metadatas"]
+    assert rename_metadata_key(rt.store.chroma_collection, rows.ORIGIN, rows.OLD_ORIGIN) > 0
+    metadatas = rt.store.chroma_collection.get(include=["metadatas"])["metadatas"]
     assert not any(rows.ORIGIN in md for md in metadatas) and all(rows.OLD_ORIGIN in md for md in metadatas)
     assert rt.store.papers() == before
     again = rt.ingestor(progress=False).ingest(SAMPLE[:1])

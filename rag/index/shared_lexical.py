@@ -197,7 +197,7 @@ def publish(store: ChromaStore, snap: Snapshot) -> dict[str, Any]:
         f["pieces"] = n
     manifest: dict[str, Any] = {
         "lex": {k: snap.lex[k] for k in ("format", "k1", "b", "analyzer", "state", "commit") if k in snap.lex},
-        "collection_id": str(getattr(store.collection, "id", "")),
+        "collection_id": str(getattr(store.chroma_collection, "id", "")),
         "files": files,
         "previous": sorted({f["sha256"] for f in (previous or {}).get("files", [])}),
         "published_at": time.time(),
@@ -275,7 +275,7 @@ class Publisher:
             theirs = current.get("lex", {})
             if theirs.get("commit") == local.get("commit"):
                 return {"skipped": "already published"}
-            same = current.get("collection_id") == str(getattr(store.collection, "id", ""))
+            same = current.get("collection_id") == str(getattr(store.chroma_collection, "id", ""))
             # Another host's index of the same store state is as good as ours: hosts' commits differ even when
             # their indexes match, and re-uploading the catalog for nothing is what makes publishers race.
             if same and tuple(theirs.get("state", [-1, -1])) >= tuple(local["state"]):
@@ -377,7 +377,7 @@ def fetch(store: ChromaStore, root: Path, accepts: Callable[[dict[str, Any]], bo
             log.warning("fetching the published lexical index failed (%s: %s); rebuilding from the store",
                         type(e).__name__, e)
             return None
-        same = manifest.get("collection_id") == str(getattr(store.collection, "id", ""))
+        same = manifest.get("collection_id") == str(getattr(store.chroma_collection, "id", ""))
         fetched = Fetched(state, same, time.perf_counter() - t0, size)
         log.info("lexical index installed from %s: %.1f MB in %.1f s (state %s)",
                  side_name(store.settings.store.chroma_collection), size / 1e6, fetched.seconds, state)

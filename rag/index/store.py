@@ -1,10 +1,10 @@
 """The Chroma adapter: the only module that imports chromadb.
 
-One collection holds chunks. Chunk ids are ``<paper_id>#<content_hash>#<i>`` and every chunk carries
+One Chroma collection holds chunks. Chunk ids are ``<paper_id>#<content_hash>#<i>`` and every chunk carries
 its paper's metadata (for filtering); chunk 0 also carries the abstract (the row schema is
 ``rag.index.rows``). A paper is *present* when all ``n_chunks`` chunks of one content hash exist:
 writes add the new version first and delete the old one after, so a crash at any point leaves either
-version complete or a state the next ingest repairs. The collection's metadata records the embedding
+version complete or a state the next ingest repairs. The Chroma collection's metadata records the embedding
 model and dimension that built it.
 
 Server mode survives the server going away: a call that cannot reach it raises ``UpstreamError`` naming
@@ -63,7 +63,7 @@ def _versions(items: Iterable[tuple[str, tuple[str, str, int]]]) -> dict[str, di
 
 
 class _EmptyCollection:
-    """Stands in for a collection that does not exist yet, for read-only opens."""
+    """Stands in for a Chroma collection that does not exist yet, for read-only opens."""
 
     metadata: dict[str, Any] = {}
 
@@ -192,7 +192,7 @@ class ChromaStore:
                 self._lock.release()
             raise UpstreamError(f"cannot open the Chroma store at {getattr(self, 'location', cfg.host)}: {e}") from e
         try:
-            self.collection = self._open_collection()
+            self.chroma_collection = self._open_collection()
         except Exception as e:
             self._raise_lost(e)
 
@@ -330,7 +330,7 @@ class ChromaStore:
             return
         try:
             self.client = self._connect()  # UpstreamError while the server is still down
-            self.collection = self._open_collection()
+            self.chroma_collection = self._open_collection()
         except Exception as e:
             self._raise_lost(e)
         log.warning("reconnected to the Chroma server at %s after %.1f s", self.location,
@@ -382,7 +382,7 @@ class ChromaStore:
         step = self.max_batch
         for i in range(0, len(rows), step):
             part = rows[i:i + step]
-            self.collection.upsert(ids=[r.id for r in part], documents=[r.text for r in part],
+            self.chroma_collection.upsert(ids=[r.id for r in part], documents=[r.text for r in part],
                                    embeddings=np.stack([r.embedding for r in part]),
                                    metadatas=[r.metadata for r in part])
 
@@ -390,16 +390,16 @@ class ChromaStore:
     def delete(self, ids: Sequence[str]) -> None:
         step = self.max_batch
         for i in range(0, len(ids), step):
-            self.collection.delete(ids=list(ids[i:i + step]))
+            self.chroma_collection.delete(ids=list(ids[i:i + step]))
 
     @_guarded
     def bump_generation(self) -> int:
         """A new generation: larger than the one read, and the clock in microseconds when that is larger still,
         so two writers bumping at once (both read the same value; Chroma has no compare-and-set) write two
         different values, and a derived index saved at one never matches a store another writer changed since."""
-        meta = dict(self.collection.metadata or {})
+        meta = dict(self.chroma_collection.metadata or {})
         meta["generation"] = max(int(meta.get("generation", 0)) + 1, time.time_ns() // 1000)
-        self.collection.modify(metadata=meta)
+        self.chroma_collection.modify(metadata=meta)
         return int(meta["generation"])
 
     @property
@@ -420,13 +420,13 @@ class ChromaStore:
 
     @_guarded
     def reset(self) -> None:
-        """Drop the collection (``ingest --rebuild``) and create it anew for the current model."""
+        """Drop the Chroma collection (``ingest --rebuild``) and create it anew for the current model."""
         try:
             self.client.delete_collection(self.settings.store.chroma_collection)
         except Exception as e:  # not there: nothing to drop
             if self._server and _unreachable(e):
                 raise
-        self.collection = self._open_collection()
+        self.chroma_collection = self._open_collection()
 
     # ---- reads ------------------------------------------------------------------------------
     @_guarded
@@ -449,7 +449,8 @@ class ChromaStore:
         """(row id, metadata) of every row of these papers (that ``where`` also selects)."""
         ids = list(paper_ids)
         for i in range(0, len(ids), 500):
-            res = self.collection.get(where=rows.all_of(rows.ids_in(ids[i:i + 500]), where), include=["metadatas"])
+            res = self.chroma_collection.get(where=rows.all_of(rows.ids_in(ids[i:i + 500]), where),
+                                             include=["metadatas"])
             yield from zip(res["ids"], res["metadatas"], strict=True)
 
     @_guarded
@@ -458,7 +459,8 @@ class ChromaStore:
         offset = 0
         flt = rows.all_of(rows.PASSAGES, where)
         while True:
-            res = self.collection.get(where=flt, include=["metadatas", "documents"], limit=_GET_PAGE, offset=offset)
+            res = self.chroma_collection.get(where=flt, include=["metadatas", "documents"], limit=_GET_PAGE,
+                                             offset=offset)
             yield from zip(res["ids"], res["documents"], res["metadatas"], strict=True)
             if len(res["ids"]) < _GET_PAGE:
                 return
@@ -469,7 +471,7 @@ class ChromaStore:
         """Chunk id → (text, metadata), for the chunks given (missing ones are left out)."""
         if not chunk_ids:
             return {}
-        res = self.collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["documents", "metadatas"])
+        res = self.chroma_collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["documents", "metadatas"])
         return {cid: (doc, md) for cid, doc, md in zip(res["ids"], res["documents"], res["metadatas"], strict=True)}
 
     @_guarded
@@ -478,15 +480,15 @@ class ChromaStore:
         out: dict[str, str] = {}
         vals = sorted(set(v for v in values if v))
         for i in range(0, len(vals), 500):
-            res = self.collection.get(where=rows.all_of(rows.values_in(field, vals[i:i + 500]), rows.FIRST_CHUNK),
-                                      include=["metadatas"])
+            res = self.chroma_collection.get(
+                where=rows.all_of(rows.values_in(field, vals[i:i + 500]), rows.FIRST_CHUNK), include=["metadatas"])
             for md in res["metadatas"]:
                 out.setdefault(md[field], rows.paper_id(md))
         return out
 
     @_guarded
     def count_chunks(self) -> int:
-        return int(self.collection.count())
+        return int(self.chroma_collection.count())
 
     @_guarded
     def paper_ids(self) -> list[str]:
@@ -494,7 +496,7 @@ class ChromaStore:
         out: set[str] = set()
         offset = 0
         while True:
-            res = self.collection.get(where=rows.FIRST_CHUNK, include=[], limit=_GET_PAGE, offset=offset)
+            res = self.chroma_collection.get(where=rows.FIRST_CHUNK, include=[], limit=_GET_PAGE, offset=offset)
             out.update(rows.paper_of_chunk(cid) for cid in res["ids"])
             if len(res["ids"]) < _GET_PAGE:
                 return sorted(out)
@@ -504,7 +506,7 @@ class ChromaStore:
     def iter_metadata(self, where: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         offset = 0
         while True:
-            res = self.collection.get(where=where, include=["metadatas"], limit=_GET_PAGE, offset=offset)
+            res = self.chroma_collection.get(where=where, include=["metadatas"], limit=_GET_PAGE, offset=offset)
             yield from res["metadatas"]
             if len(res["ids"]) < _GET_PAGE:
                 return
@@ -520,7 +522,7 @@ class ChromaStore:
             out: list[StoredPaper] = []
             ids = list(dict.fromkeys(paper_ids))
             for i in range(0, len(ids), 500):
-                res = self.collection.get(where=rows.ids_in(ids[i:i + 500]), include=["metadatas"])
+                res = self.chroma_collection.get(where=rows.ids_in(ids[i:i + 500]), include=["metadatas"])
                 out.extend(rows.read_paper(md) for md in res["metadatas"] if rows.is_first_chunk(md))
             return out
         if paper_ids is not None and not paper_ids:
@@ -537,7 +539,7 @@ class ChromaStore:
         collection gives none), so no ``count()`` first: that alone took 20 ms per call at 100k papers."""
         if n <= 0:
             return []
-        res = self.collection.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)],
+        res = self.chroma_collection.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)],
                                     n_results=n, where=where, include=["distances"])
         return [(cid, rows.paper_of_chunk(cid), 1.0 - float(d)) for cid, d in zip(res["ids"][0], res["distances"][0])]
 
@@ -549,7 +551,7 @@ class ChromaStore:
         out: list[tuple[str, str, np.ndarray]] = []
         ids = list(dict.fromkeys(paper_ids))
         for i in range(0, len(ids), 500):
-            res = self.collection.get(where=rows.ids_in(ids[i:i + 500]), include=["embeddings"])
+            res = self.chroma_collection.get(where=rows.ids_in(ids[i:i + 500]), include=["embeddings"])
             out.extend((cid, rows.paper_of_chunk(cid), np.asarray(v, dtype=np.float32))
                        for cid, v in zip(res["ids"], res["embeddings"], strict=True))
         return out
@@ -559,7 +561,7 @@ class ChromaStore:
         """Chunk id → text, for the chunks given (missing ones are left out)."""
         if not chunk_ids:
             return {}
-        res = self.collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["documents"])
+        res = self.chroma_collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["documents"])
         return dict(zip(res["ids"], res["documents"], strict=True))
 
     @_guarded
@@ -567,5 +569,5 @@ class ChromaStore:
         """Chunk id → stored embedding, for the chunks given (missing ones are left out)."""
         if not chunk_ids:
             return {}
-        res = self.collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["embeddings"])
+        res = self.chroma_collection.get(ids=list(dict.fromkeys(chunk_ids)), include=["embeddings"])
         return {cid: np.asarray(v, dtype=np.float32) for cid, v in zip(res["ids"], res["embeddings"], strict=True)}

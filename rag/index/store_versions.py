@@ -32,7 +32,7 @@ def stored_versions(store: ChromaStore) -> dict[str, str]:
     try:
         offset = 0
         while True:
-            res = store.collection.get(include=[], limit=PAGE, offset=offset)
+            res = store.chroma_collection.get(include=[], limit=PAGE, offset=offset)
             for cid in res["ids"]:
                 key, index = cid.rsplit("#", 1)
                 if index != "0":

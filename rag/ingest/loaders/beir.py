@@ -42,10 +42,10 @@ def clean_beir_title(raw: Any) -> str | None:
 def beir_paper(path: Path, n: int, row: dict[str, Any], kind: str) -> Item:
     """One corpus row → ``Paper`` or ``RecordProblem``."""
     meta: dict[str, Any] = row["metadata"] if isinstance(row.get("metadata"), dict) else {}
-    source = as_text(meta.get("source"))
+    published = as_text(meta.get("source"))  # BEIR's bibliographic field: where the paper was published
     year = meta.get("year") or meta.get("date")
-    if parse_year(year) is None and source:  # cranfield: "j. ae. scs. 25, 1958, 324."
-        year = source
+    if parse_year(year) is None and published:  # cranfield: "j. ae. scs. 25, 1958, 324."
+        year = published
     own = (as_text(row.get("_id")) or "").strip() or None
     item = make_paper(
         path, n, abstract=row.get("text"), title=clean_beir_title(row.get("title")),

@@ -328,9 +328,9 @@ def scholarly_fields(record: Any) -> Any:
         out["authors"] = [a["author"]["display_name"] for a in ships if isinstance(a, dict)
                           and isinstance(a.get("author"), dict) and isinstance(a["author"].get("display_name"), str)]
     loc = record.get("primary_location")
-    source = loc.get("source") if isinstance(loc, dict) else None
-    if isinstance(source, dict) and isinstance(source.get("display_name"), str) and not out.get("venue"):
-        out["venue"] = source["display_name"]
+    venue = loc.get("source") if isinstance(loc, dict) else None  # OpenAlex's name for where it was published
+    if isinstance(venue, dict) and isinstance(venue.get("display_name"), str) and not out.get("venue"):
+        out["venue"] = venue["display_name"]
     return out
 
 
