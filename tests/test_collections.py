@@ -113,7 +113,8 @@ def test_sync_removes_only_what_left_the_source(make_runtime) -> None:
 
 def test_memberships_written_under_the_old_origin_key_still_sync(make_runtime) -> None:
     """Membership rows written before ``origin`` was named so hold the synced file under ``source``: a sync
-    from that file still finds them (and removes what left it), a rename keeps where they came from."""
+    from that file still finds them (and removes what left it), a rename keeps where they came from, and a
+    paper added by hand to its collection becomes hand-made (the old key does not linger beside the new)."""
     from helpers import rename_metadata_key
 
     from rag.index import collections
@@ -123,17 +124,16 @@ def test_memberships_written_under_the_old_origin_key_still_sync(make_runtime) -
     ids = rt.store.paper_ids()[:3]
     sets = rt.collections()
     sets.add("Mine", ids[:1])  # by hand
-    assert sets.sync("/lib/zotero.sqlite", {"Z": ids[1:3]}) == {"added": 2, "removed": 0}
+    assert sets.sync("/lib/zotero.sqlite", {"Z": ids[1:3], "Y": ids[:1]}) == {"added": 3, "removed": 0}
     col = sets._rows()
-    assert rename_metadata_key(col, collections.ORIGIN, collections.OLD_ORIGIN) == 3
+    assert rename_metadata_key(col, collections.ORIGIN, collections.OLD_ORIGIN) == 4
     assert sets.has_origin("/lib/zotero.sqlite") and not sets.has_origin("/lib/other.sqlite")
-    assert sets.sync("/lib/zotero.sqlite", {"Z": ids[2:3]}) == {"added": 0, "removed": 1}
-    assert sets.counts() == {"Mine": 1, "Z": 1}
-    sets.rename("Z", "Zotero/Z")
+    sets.add("Z", ids[1:2])  # now by hand
+    sets.rename("Y", "Zotero/Y")
     rows = col.get(include=["metadatas"])["metadatas"]
-    assert sorted(collections.origin_of(md) for md in rows) == ["", "/lib/zotero.sqlite"]
-    assert sets.sync("/lib/zotero.sqlite", {}) == {"added": 0, "removed": 1}
-    assert sets.counts() == {"Mine": 1}
+    assert sorted(collections.origin_of(md) for md in rows) == ["", "", "/lib/zotero.sqlite", "/lib/zotero.sqlite"]
+    assert sets.sync("/lib/zotero.sqlite", {}) == {"added": 0, "removed": 2}
+    assert sets.counts() == {"Mine": 1, "Z": 1} and sets.members("Z") == {ids[1]}
 
 
 class _Ran:

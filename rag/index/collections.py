@@ -124,6 +124,12 @@ def _from(origin: str) -> dict[str, Any]:
     return {"$or": [{ORIGIN: origin}, {OLD_ORIGIN: origin}]}
 
 
+def _membership(name: str, paper_id: str, origin: str) -> dict[str, Any]:
+    """A membership row's metadata. The old origin key is set to None, which Chroma reads as "remove": an upsert
+    merges metadata, so a row written under the old key would otherwise keep its former origin beside the new."""
+    return {NAME: name, PAPER: paper_id, ORIGIN: origin, OLD_ORIGIN: None}
+
+
 def origin_of(md: Mapping[str, Any]) -> str:
     """A membership row's origin, whichever key it was written under."""
     return str(md.get(ORIGIN, md.get(OLD_ORIGIN, "")))
@@ -250,7 +256,7 @@ class Collections:
         for i in range(0, len(ids), step):
             part = ids[i:i + step]
             col.upsert(ids=[_row_id(name, p) for p in part], embeddings=_VECTOR * len(part),
-                       metadatas=[{NAME: name, PAPER: p, ORIGIN: origin} for p in part])
+                       metadatas=[_membership(name, p, origin) for p in part])
         return len(ids) - len(before)
 
     @_guarded
@@ -284,7 +290,7 @@ class Collections:
             return len(rows)
         col = self._rows(create=True)
         col.upsert(ids=[_row_id(new, md[PAPER]) for md in rows], embeddings=_VECTOR * len(rows),
-                   metadatas=[{NAME: new, PAPER: md[PAPER], ORIGIN: origin_of(md)} for md in rows])
+                   metadatas=[_membership(new, md[PAPER], origin_of(md)) for md in rows])
         self._delete([_row_id(old, md[PAPER]) for md in rows])
         return len(rows)
 
@@ -350,7 +356,7 @@ class Collections:
             return 0
         col = self._rows(create=True)
         col.upsert(ids=[_row_id(md[NAME], into[md[PAPER]]) for md in rows], embeddings=_VECTOR * len(rows),
-                   metadatas=[{NAME: md[NAME], PAPER: into[md[PAPER]], ORIGIN: origin_of(md)} for md in rows])
+                   metadatas=[_membership(md[NAME], into[md[PAPER]], origin_of(md)) for md in rows])
         self._delete([_row_id(md[NAME], md[PAPER]) for md in rows])
         log.info("%d memberships moved to the papers %d merged papers went into", len(rows), len(into))
         return len(rows)

@@ -1,6 +1,6 @@
 """Raw page text → clean body pages and the references apart (``clean``).
 
-What is mended, in order: line ends normalised; ligature characters unfolded (PDFium already does, Zotero's
+What is mended, in order: line ends normalised; ligature characters written out (PDFium already does, Zotero's
 cache and other sources may not); spacing accents put back on their letter ("na¨ıve" → "naïve"); words
 hyphenated across a line end joined ("re-\\ntrieval" → "retrieval") unless the hyphen is a real one
 ("state-of-\\nthe-art", "low/mid/high-\\nlevel", "Tracy-\\nWidom" keep it); running headers and footers
@@ -42,8 +42,8 @@ _FIRST_ENTRY = re.compile(r"^\[1\]\s+\S")  # a numbered list starting without a 
 _EDGE = 3  # lines at the top and at the bottom of a page where running headers and footers sit
 
 
-def unfold(text: str) -> str:
-    """Ligatures unfolded, control characters dropped, spacing accents put on their letter, line ends "\\n"."""
+def mend_characters(text: str) -> str:
+    """Ligatures written out, control characters dropped, spacing accents put on their letter, line ends "\\n"."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_LIGATURES)
     text = _CONTROL.sub("", text)
     if any(a in text for a in _SPACING_ACCENT):
@@ -142,7 +142,7 @@ def _split_references(pages: list[Page]) -> tuple[list[Page], str]:
 
 def clean(raw: RawText) -> Document:
     """The cleaned body pages of ``raw`` (page numbers kept) and its references apart."""
-    split = [[ln.strip() for ln in unfold(p).split("\n") if ln.strip()] for p in raw.pages]
+    split = [[ln.strip() for ln in mend_characters(p).split("\n") if ln.strip()] for p in raw.pages]
     running = _running(split) if len(split) >= 3 else set()
     if raw.first_lines:  # a journal's running head can be the title itself: the title stays
         top = max(size for _, size in raw.first_lines)

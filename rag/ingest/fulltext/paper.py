@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from rag.ingest.fulltext.base import Document, Page, RawText
-from rag.ingest.fulltext.clean import unfold
+from rag.ingest.fulltext.clean import mend_characters
 from rag.ingest.fulltext.passage import heading_of
 from rag.records import clean_arxiv_id, clean_doi
 
@@ -154,7 +154,7 @@ def _collect(lines: list[str]) -> str:
 
 def describe(raw: RawText, doc: Document) -> Description:
     """Title, authors, abstract, identifiers and year of the paper in ``raw`` (cleaned as ``doc``)."""
-    page_one = unfold(raw.pages[0]) if raw.pages else ""
+    page_one = mend_characters(raw.pages[0]) if raw.pages else ""
     first = doc.pages[0].text.split("\n") if doc.pages else []
     title, last = _title(raw, first)
     authors, after = _text_authors(first, last) if last >= 0 else ([], 0)

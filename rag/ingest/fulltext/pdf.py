@@ -1,7 +1,7 @@
 """Text out of a PDF file, page by page, with pypdfium2 (PDFium; chosen by measurement, docs/fulltext.md).
 
 PDFium gives the characters in content order, which is reading order for the two-column layouts measured
-(LaTeX, ACM, REVTeX, Springer); it unfolds ligatures itself, and marks a hyphen it took for a line-end
+(LaTeX, ACM, REVTeX, Springer); it writes ligatures out itself, and marks a hyphen it took for a line-end
 hyphenation as U+FFFE (mended in ``rag.ingest.fulltext.clean``). A file PDFium cannot use is refused with
 one ``Refused`` (an ``InputError``) naming the file and the reason: it needs a password, it is damaged or not
 a PDF, it has more pages than ``ingest.max_pdf_pages``, or it has no text layer (a scan; paperchat does no
