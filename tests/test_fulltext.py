@@ -18,7 +18,7 @@ from rag import tokens
 from rag.errors import InputError
 from rag.ingest import loaders
 from rag.ingest.fulltext import Document, PdfText, RawText, Refused, ZoteroText, clean, describe, passages
-from rag.ingest.fulltext.clean import dehyphenate, unfold
+from rag.ingest.fulltext.clean import dehyphenate, mend_characters
 from rag.ingest.loaders.zotero import read_library
 from rag.ingest.report import collecting
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -83,7 +83,7 @@ def test_hyphenation_across_line_ends_is_mended_and_real_hyphens_kept(
         "retrieval and state-of-the-art, Tracy-Widom, low/mid/high-level n-grams"
 
 
-def test_ligatures_and_spacing_accents_are_unfolded(parsed: dict[str, tuple[RawText, Document]]) -> None:
+def test_ligatures_are_written_out_and_spacing_accents_mended(parsed: dict[str, tuple[RawText, Document]]) -> None:
     for name, (_, doc) in parsed.items():
         assert not any(c in doc.text for c in LIGATURES), name
     # fastText's PDF draws "fi" as one glyph of its own font (MANIFEST): it must read as two letters
@@ -91,7 +91,7 @@ def test_ligatures_and_spacing_accents_are_unfolded(parsed: dict[str, tuple[RawT
     assert "classification" in fasttext and "efficient" in fasttext
     assert "naïve" in parsed[shared("acm-pldi").name][1].text  # TeX's "na¨ıve"
     assert "Universität Oldenburg" in flat(parsed[shared("journal-plosone").name][1].text)  # "Universita¨t"
-    assert unfold("e\ufb03cient \ufb01nal \ufb02ow, it\u00b4s") == "efficient final flow, it\u00b4s"
+    assert mend_characters("e\ufb03cient \ufb01nal \ufb02ow, it\u00b4s") == "efficient final flow, it\u00b4s"
 
 
 def test_running_headers_footers_and_page_numbers_are_dropped(parsed: dict[str, tuple[RawText, Document]]) -> None:
