@@ -23,7 +23,7 @@ groups) is read; a collection path does not name its library. Each item also lis
 (``ZoteroItem.attachments``: key, path, content type).
 
 Full text on (``ingest --full-text``: ``PASSAGE_TOKENS`` > 0), each item's attachments are read as the item
-is yielded (``rag.ingest.loaders.zotero_text``: the PDF in ``storage/<key>/``, else Zotero's
+is yielded (``rag.ingest.loaders.zotero_ft``: the PDF in ``storage/<key>/``, else Zotero's
 ``.zotero-ft-cache``) and its passages ride on the paper; an item without an abstract but with full text is
 no longer skipped: its abstract is taken from that text, and a note says so. An item whose attachments give
 no text keeps its abstract, with a note naming the reason. Full text off, attachments are never opened.
@@ -52,7 +52,7 @@ from rag.errors import InputError
 from rag.ingest.loaders.base import Item, note
 from rag.ingest.loaders.common import is_placeholder, make_paper, problem, split_authors, split_list, squash_spaces
 from rag.ingest.loaders.pdf import MAX_PDF_PAGES, PASSAGE_TOKENS
-from rag.ingest.loaders.zotero_text import read_item
+from rag.ingest.loaders.zotero_ft import Attachment, read_item
 from rag.records import Paper, clean_arxiv_id, clean_doi
 
 log = logging.getLogger(__name__)
@@ -91,16 +91,6 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "deletedItems": ("itemID",),
 }
 _NAMES = ("firstName", "lastName", "fieldMode")
-
-
-@dataclass(frozen=True)
-class Attachment:
-    """A file attached to an item: its own item key (its folder is ``storage/<key>``), Zotero's path for it
-    ("storage:paper.pdf" for a stored file, a full path for a linked one) and its content type."""
-
-    key: str
-    path: str | None
-    content_type: str | None
 
 
 @dataclass
@@ -390,7 +380,7 @@ def item_record(db: Path, item: ZoteroItem, budget: int = 0) -> Item:
     f = item.fields
     title = _first(f, _TITLE)
     named = f"{squash_spaces(title or 'untitled')!r}, Zotero item {item.key}"
-    text, why = read_item(db.parent, item, MAX_PDF_PAGES.get(), budget) if budget else (None, "")
+    text, why = read_item(db.parent, item.attachments, MAX_PDF_PAGES.get(), budget) if budget else (None, "")
     abstract = f.get("abstractNote")
     if abstract is None or not abstract.strip() or is_placeholder(abstract):
         if text is None or not text.abstract.strip():

@@ -10,18 +10,25 @@ gives its abstract (its Abstract section, else the start of its first page, else
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rag.ingest.fulltext import Passage, Refused, ZoteroText, clean, describe, passages
 from rag.ingest.loaders.pdf import body_passages
 
-if TYPE_CHECKING:
-    from rag.ingest.loaders.zotero import Attachment, ZoteroItem
-
 UNKNOWN_PAGE = 0  # a passage's page when its text had no page breaks
 _SUMMARY_CHARS = 1200  # an abstract made of the first passages stops after this many characters
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file attached to an item: its own item key (its folder is ``storage/<key>``), Zotero's path for it
+    ("storage:paper.pdf" for a stored file, a full path for a linked one) and its content type."""
+
+    key: str
+    path: str | None
+    content_type: str | None
 
 
 @dataclass(frozen=True)
@@ -48,11 +55,12 @@ def _abstract(paged: bool, desc_abstract: str, source: str, found: list[Passage]
     return text, "its first passages"
 
 
-def read_item(folder: Path, item: ZoteroItem, max_pages: int, budget: int) -> tuple[ItemText | None, str]:
-    """The full text of ``item`` (attachments under ``folder/storage``) as passages of at most ``budget``
-    tokens, or None and why not ("" when the item has no attachment)."""
+def read_item(folder: Path, attachments: Sequence[Attachment], max_pages: int,
+              budget: int) -> tuple[ItemText | None, str]:
+    """The full text of an item from its ``attachments`` (under ``folder/storage``) as passages of at most
+    ``budget`` tokens, or None and why not ("" when the item has no attachment)."""
     reason = ""
-    for a in sorted(item.attachments, key=lambda a: not _is_pdf(a)):
+    for a in sorted(attachments, key=lambda a: not _is_pdf(a)):
         try:
             raw = ZoteroText(folder, a.key, a.path, max_pages).read()
         except Refused as e:
