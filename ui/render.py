@@ -307,6 +307,8 @@ def ingest_report_markdown(name: str, report: Any, limit: int = 20) -> str:
     """An upload's outcome: counts, then whole-file errors and skipped records (escaped, at most ``limit``)."""
     counts = (f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
               f"duplicates {report.duplicates}, skipped {report.skipped}")
+    if getattr(report, "full_text", 0):
+        counts += f"; full text of {report.full_text} papers ({report.embedded_passages} passages)"
     ok = "&#10060;" if report.failed else ("&#9888;&#65039;" if report.problems else "&#9989;")
     lines = [f"{ok} **{inline(name, 'chat')}**: {inline(counts, 'chat')}"]
     issues = list(report.file_errors) + list(report.problems)
