@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from rag.answer import Answer
+from rag.answer import Answer, Citation
 from rag.config import get_settings
 from rag.ingest import loaders
 from rag.ingest.report import collecting
@@ -24,6 +24,7 @@ from rag.qa.chain import AnswerChain
 from rag.qa.prompts import CANNOT_ANSWER
 from rag.runtime import Runtime
 from tests.zotero_fulltext_fixture import BM25, COUNTING, FASTTEXT, PDFS, PPCOIN, QUESTIONS, SHARED, build_library
+from ui.render import card_html, cited_markdown
 
 pytestmark = pytest.mark.requires_data(*(SHARED / f for f in PDFS.values()))
 
@@ -64,7 +65,7 @@ def stores(embedder, library: Path, tmp_path_factory: pytest.TempPathFactory) ->
     yield {"home": home, "before": before, "report": json.loads(out)}
 
 
-def _check(answer: dict[str, Any], key: str, says: str, page: int | None) -> None:
+def _check(answer: dict[str, Any], key: str, says: str, page: int | None) -> dict[str, Any]:
     """The answer says ``says``, citing the paper of Zotero item ``key`` at ``page`` (None: a text without pages,
     cited without one)."""
     text = answer["answer"]
@@ -72,6 +73,7 @@ def _check(answer: dict[str, Any], key: str, says: str, page: int | None) -> Non
     cited = next(c for c in answer["citations"] if c["paper_id"] == IDS[key])
     assert cited["page"] == page and cited["coverage"] == "full text" and says in cited["passage"], cited
     assert (f"[{cited['n']}, p. {page}]" if page else f"[{cited['n']}]") in text, text
+    return cited
 
 
 def test_ingest_adds_passages_and_the_item_without_an_abstract(stores) -> None:
@@ -92,8 +94,11 @@ def test_cli_ask_cites_the_body_to_its_paper_and_page(stores, embedder, tmp_path
     assert status == 0, out
     rows = [json.loads(line) for line in out.splitlines() if line.strip()]
     assert [r["question"] for r in rows] == [q for q, *_ in asked]
-    for row, (_, key, says, page) in zip(rows, asked, strict=True):
-        _check(row, key, says, page)
+    cited = [_check(row, key, says, page) for row, (_, key, says, page) in zip(rows, asked, strict=True)]
+    # in the app: the web page's passage, whose page is unknown, is linked as [n] and its card says so
+    web = Citation(**{k: v for k, v in cited[1].items() if k in Citation.__dataclass_fields__})
+    assert f"&#91;{web.n}&#93;" in cited_markdown(rows[1]["answer"], [web], turn=0)
+    assert "page unknown · 2 The parameters we use" in card_html(web, turn=0)
 
 
 def test_api_and_mcp_cite_the_body_to_its_paper_and_page(stores, embedder) -> None:

@@ -211,7 +211,7 @@ def card_html(c: Citation, turn: int, open_: bool = False, statements: Sequence[
     body += [statement_html(st) for st in statements]
     says = [st.source_says for st in statements if st.verdict == "supported"]
     if c.passage:  # the answer quotes a full-text passage: it first, with its page and section, then the abstract
-        where = " · ".join(x for x in (page_label(c), c.section or "") if x)
+        where = " · ".join(x for x in (page_label(c) or "page unknown", c.section or "") if x)
         body.append(f'<p class="pc-passage"><span class="pc-page">{inline(where, "html")}</span> '
                     f'{highlighted_abstract(c.passage, c.evidence or "", *says)}</p>')
         body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "")}</p>')
