@@ -182,3 +182,24 @@ def test_an_item_whose_text_cannot_be_had_keeps_its_abstract(library: Path, tmp_
     assert problem.reason.startswith("no abstract: 'PPCoin") and "no full text either: no full text" in problem.reason
     [line] = [n.reason for n in noted]
     assert line.startswith("full text not read, abstract only ('Probabilistic counting") and "no text layer" in line
+
+
+def test_an_item_without_an_abstract_takes_one_from_zoteros_cache(library: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "Zotero"
+    shutil.copytree(library, copy)
+    folder = copy / "storage" / "ATTP0012"
+    shutil.rmtree(folder)  # PPCoin's PDF not synced here, only Zotero's text of it (one block: no form feeds)
+    folder.mkdir()
+    (folder / ".zotero-ft-cache").write_text(
+        "PPCoin: Peer-to-Peer Crypto-Currency with Proof-of-Stake\nSunny King, Scott Nadal\nAbstract\nA peer-to-peer "
+        "crypto-currency design derived from Satoshi Nakamoto's Bitcoin, where proof-of-stake replaces proof-of-work "
+        "to provide most of the network security.\nIntroduction\nA mint rate of 1 cent per coin-year consumed is "
+        "chosen to give rise to a low future inflation rate.\n", encoding="utf-8")
+    with collecting() as noted:
+        papers = {p.id: p for p in loaders.load(copy, passage_tokens=200).papers}
+    ppcoin = papers[IDS[PPCOIN]]
+    assert ppcoin.abstract.startswith("A peer-to-peer crypto-currency design") and "1 cent" not in ppcoin.abstract
+    assert [(p.page_start, p.page_end, p.section) for p in ppcoin.passages] == [(0, 0, "Introduction")]
+    assert any(n.reason.endswith("Zotero item PPCN0002): the Abstract section of the text") for n in noted), noted

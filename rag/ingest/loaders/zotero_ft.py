@@ -46,7 +46,10 @@ def _is_pdf(a: Attachment) -> bool:
 
 def _abstract(paged: bool, desc_abstract: str, source: str, found: list[Passage]) -> tuple[str, str]:
     if desc_abstract.strip():
-        return desc_abstract, source if paged else source.replace("page 1", "the text")
+        # a text without pages: "the Abstract section of page 1" → "… of the text", "the text of page 1 …" → "the
+        # start of the text …"
+        return desc_abstract, source if paged else source.replace("text of page 1", "start of the text").replace(
+            "page 1", "the text")
     text = ""
     for p in found:
         text = f"{text} {p.text}".strip()
