@@ -73,9 +73,9 @@ def _timed(fn: Callable[[Path], list[str]], path: Path, repeats: int) -> tuple[l
 
 
 def _ordered(pages: list[str], sentence: str) -> bool:
-    from rag.ingest.fulltext.clean import dehyphenate, unfold
+    from rag.ingest.fulltext.clean import dehyphenate, mend_characters
 
-    return sentence in " ".join(" ".join(dehyphenate(unfold(p)).split()) for p in pages)
+    return sentence in " ".join(" ".join(dehyphenate(mend_characters(p)).split()) for p in pages)
 
 
 def compare(folder: Path, repeats: int) -> list[dict[str, object]]:
