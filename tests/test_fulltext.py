@@ -210,7 +210,7 @@ def test_a_single_bad_pdf_is_one_input_error(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- Zotero's full text
 
-def test_zotero_source_reads_the_pdf_else_the_ft_cache(tmp_path: Path) -> None:
+def test_zotero_reader_reads_the_pdf_else_the_ft_cache(tmp_path: Path) -> None:
     for version in VERSIONS:  # the attachment's parent is sourceItemID in 79, parentItemID after
         db = build(tmp_path / f"v{version}" / "zotero.sqlite", version)
         listed = [(i.key, a) for i in read_library(db) for a in i.attachments]
@@ -220,25 +220,25 @@ def test_zotero_source_reads_the_pdf_else_the_ft_cache(tmp_path: Path) -> None:
     att = next(i for i in read_library(db) if i.attachments).attachments[0]
     folder = tmp_path / "Zotero" / "storage" / att.key
     folder.mkdir(parents=True)
-    source = ZoteroText(tmp_path / "Zotero", att.key, att.path, 500)
+    reader = ZoteroText(tmp_path / "Zotero", att.key, att.path, 500)
     with pytest.raises(Refused, match="no full text"):
-        source.read()
+        reader.read()
     write_pdf(folder / "tides.pdf", [[("Tides of the North Sea", 18), ("Page one of the PDF", 10)],
                                      [("Page two of the PDF", 10)]])
-    assert [flat(p) for p in source.read().pages] == ["Tides of the North Sea Page one of the PDF",
+    assert [flat(p) for p in reader.read().pages] == ["Tides of the North Sea Page one of the PDF",
                                                       "Page two of the PDF"]
     (folder / ".zotero-ft-cache").write_text("Tides, as Zotero read them\nthe ﬁrst page\fthe second page\f")
-    assert flat(source.read().pages[1]) == "Page two of the PDF"  # the PDF first: it knows its pages and fonts
+    assert flat(reader.read().pages[1]) == "Page two of the PDF"  # the PDF first: it knows its pages and fonts
     (folder / "tides.pdf").write_bytes(b"%PDF-1.4 not really")  # unreadable: Zotero's cache instead
-    raw = source.read()
+    raw = reader.read()
     assert raw.pages == ["Tides, as Zotero read them\nthe ﬁrst page", "the second page"] and raw.paged
     assert [p.number for p in clean(raw).pages] == [1, 2] and "first page" in clean(raw).pages[0].text
     (folder / ".zotero-ft-cache").write_text("one block without page breaks")
-    raw = source.read()
+    raw = reader.read()
     assert raw.pages == ["one block without page breaks"] and not raw.paged  # its pages unknown
     (folder / ".zotero-ft-cache").write_text(" \n")
     with pytest.raises(Refused, match="damaged or not a PDF"):  # an empty cache: the PDF's own reason
-        source.read()
+        reader.read()
 
 
 # ---------------------------------------------------------------- `paperchat ingest x.pdf`
@@ -264,7 +264,7 @@ def test_paperchat_ingest_reads_pdfs_as_papers(paperchat_home: Path, tmp_path: P
     env = {**os.environ, "PAPERCHAT_INGEST__MAX_PDF_PAGES": "2", "PAPERCHAT_EMBEDDINGS__PROVIDER": "openai",
            "PAPERCHAT_EMBEDDINGS__MODEL": "stub-model", "PAPERCHAT_EMBEDDINGS__BASE_URL": f"{srv.url}/v1",
            "PAPERCHAT_EMBEDDINGS__API_KEY": STUB_KEY}
-    stored = tmp_path / "stored.jsonl"  # the harbour paper is already stored from a richer source, with categories
+    stored = tmp_path / "stored.jsonl"  # the harbour paper is already stored from a richer file, with categories
     stored.write_text(json.dumps({"doi": "10.1234/harbour.2020.7", "title": "Harbour Sediment Transport",
                                   "authors": "Grace Hopper", "categories": "physics.geo-ph", "abstract":
                                   "Sediment transport in harbours was measured twice a day for a year."}) + "\n")

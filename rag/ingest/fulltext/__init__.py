@@ -2,7 +2,7 @@
 
 Public API::
 
-    FullText                        # the seam: a source with read() -> RawText (raises Refused)
+    FullText                        # the seam: a reader with read() -> RawText (raises Refused)
     PdfText(path, max_pages)        # a PDF file, page by page (pypdfium2)
     ZoteroText(folder, attachment, max_pages)  # Zotero's .zotero-ft-cache of an attachment, else its PDF
     clean(raw) -> Document          # pages mended, headers/footers dropped, references apart

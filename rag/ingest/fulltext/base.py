@@ -1,5 +1,5 @@
-"""What every source of full text yields (``RawText``), the cleaned text (``Document``) and its passages
-(``Passage``), and the ``FullText`` seam a source implements."""
+"""What every reader of full text yields (``RawText``), the cleaned text (``Document``) and its passages
+(``Passage``), and the ``FullText`` seam a reader implements."""
 
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ class TooManyPages(Refused):
 
 @dataclass(frozen=True)
 class RawText:
-    """A file's text as its source extracted it: one string per page (page numbers are positions, 1-based),
+    """A file's text as its reader extracted it: one string per page (page numbers are positions, 1-based),
     and the document metadata the file carries (``title``, ``author``, … as the file names them)."""
 
     where: str  # the file read, for messages
     pages: list[str]
     metadata: dict[str, str] = field(default_factory=dict)
-    paged: bool = True  # False: the source had no page breaks (one block), so page numbers mean nothing
-    # the first page's lines with the height of their letters (points), when the source knows the layout:
+    paged: bool = True  # False: the text had no page breaks (one block), so page numbers mean nothing
+    # the first page's lines with the height of their letters (points), when the reader knows the layout:
     # the title is the run of the largest lines
     first_lines: list[tuple[str, float]] = field(default_factory=list)
 
@@ -74,7 +74,7 @@ class Passage:
 
 
 class FullText(Protocol):
-    """A source of one paper's full text. ``read`` raises ``Refused`` (naming the file and the reason:
+    """A reader of one paper's full text. ``read`` raises ``Refused`` (naming the file and the reason:
     encrypted, no text layer, too many pages, damaged) when the text cannot be had."""
 
     def read(self) -> RawText: ...

@@ -1,7 +1,7 @@
 """Raw page text → clean body pages and the references apart (``clean``).
 
 What is mended, in order: line ends normalised; ligature characters written out (PDFium already does, Zotero's
-cache and other sources may not); spacing accents put back on their letter ("na¨ıve" → "naïve"); words
+cache and other extractions may not); spacing accents put back on their letter ("na¨ıve" → "naïve"); words
 hyphenated across a line end joined ("re-\\ntrieval" → "retrieval") unless the hyphen is a real one
 ("state-of-\\nthe-art", "low/mid/high-\\nlevel", "Tracy-\\nWidom" keep it); running headers and footers
 dropped (a line repeated at the top or bottom of many pages, digits ignored, so "Page 3" and "Page 4" are one
@@ -29,7 +29,7 @@ _ACCENTS = "".join(_SPACING_ACCENT)
 _ACCENT_AFTER = re.compile(f"([AEIOUYaeiouy])([{_ACCENTS}])(?![\u0131])")
 _ACCENT_BEFORE = re.compile(f"(?<=[A-Za-z])([{_ACCENTS}])([AEIOUYaeiouy\u0131])|(\u02dc)([Nn])|(\u02c7)([CSZcszRr])|"
                             "(\u00b8)([Cc])")
-# a word cut at a line end: PDFium's mark, or a hyphen ending a line (sources without the mark)
+# a word cut at a line end: PDFium's mark, or a hyphen ending a line (text extracted without the mark)
 _HYPHENATED = re.compile(r"([A-Za-z\u00c0-\u024f]+)(?:\ufffe\n?|-\n)([A-Za-z\u00c0-\u024f0-9][\w-]*)")
 _PAGE_NUMBER = re.compile(r"^(?:page\s+)?[-–—(\[]?\s*(?:\d{1,4}|[ivxlc]{1,7})\s*[-–—)\]]?(?:\s*(?:/|of)\s*\d{1,4})?$",
                           re.I)

@@ -8,7 +8,7 @@ and its first page (``describe``).
   often names only who made the file);
 - abstract: the text under the first page's "Abstract" heading, up to the next heading; without one, the
   first page's text after the authors, cut at a sentence end. Either way it is the PDF's own text, and the
-  loader notes it (``abstract_source``);
+  loader notes it (``abstract_origin``);
 - arXiv id and year: arXiv's side stamp on the first page ("arXiv:1512.03385v1 [cs.CV] 10 Dec 2015");
   DOI: the first DOI on the first page (headers and footers included) or in the metadata. References are
   never searched, so a cited paper's id is not taken for the paper's own.
@@ -50,7 +50,7 @@ class Description:
     title: str | None = None
     authors: list[str] = field(default_factory=list)
     abstract: str = ""
-    abstract_source: str = ""  # "the Abstract section of page 1" or "the text of page 1 (no Abstract heading)"
+    abstract_origin: str = ""  # "the Abstract section of page 1" or "the text of page 1 (no Abstract heading)"
     doi: str | None = None
     arxiv_id: str | None = None
     year: int | None = None
@@ -159,10 +159,10 @@ def describe(raw: RawText, doc: Document) -> Description:
     title, last = _title(raw, first)
     authors, after = _text_authors(first, last) if last >= 0 else ([], 0)
     authors = authors or _meta_authors(raw)  # the metadata often names only who made the file
-    abstract, source = _abstract(first, after, doc.pages)
+    abstract, origin = _abstract(first, after, doc.pages)
     stamp = _STAMP.search(page_one)
     doi = next((d for d in (clean_doi(m.group(1).rstrip(".,;)]")) for m in _DOI.finditer(
         " ".join((raw.metadata.get("doi", ""), raw.metadata.get("subject", ""), page_one)))) if d), None)
-    return Description(title=title, authors=authors, abstract=abstract, abstract_source=source, doi=doi,
+    return Description(title=title, authors=authors, abstract=abstract, abstract_origin=origin, doi=doi,
                        arxiv_id=clean_arxiv_id(stamp.group(1)) if stamp else None,
                        year=int(stamp.group(3)) if stamp else None)

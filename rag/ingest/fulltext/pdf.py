@@ -33,7 +33,7 @@ _MIN_CHARS_PER_PAGE = 20  # fewer letters than this on average: a scan with a st
 
 
 class PdfText:
-    """The full text of one PDF file (a ``FullText`` source)."""
+    """The full text of one PDF file (a ``FullText`` reader)."""
 
     def __init__(self, path: Path, max_pages: int) -> None:
         self.path = path

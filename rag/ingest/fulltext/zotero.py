@@ -1,4 +1,4 @@
-"""The full text of a Zotero attachment (a ``FullText`` source): its PDF, else the text Zotero extracted.
+"""The full text of a Zotero attachment (a ``FullText`` reader): its PDF, else the text Zotero extracted.
 
 The PDF is read first: it knows its pages (a citation names the page), the size of its first page's letters
 (the title) and which hyphens end a line, and it is read whole, where Zotero stops indexing at its "maximum

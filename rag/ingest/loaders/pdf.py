@@ -2,7 +2,7 @@
 
 Each PDF becomes one paper from its own text (``rag.ingest.fulltext``): title, authors and abstract from its
 metadata and first page, the arXiv id or DOI found there (so the store links it to the same paper from
-another source: a PDF of a stored paper is its duplicate, skipped), id ``pdf:<sha1 of the file>`` always.
+another file: a PDF of a stored paper is its duplicate, skipped), id ``pdf:<sha1 of the file>`` always.
 The abstract is the PDF's text, and a note says so ("abstract taken from the PDF text (the Abstract section of
 page 1)"). With full text on (``PASSAGE_TOKENS`` > 0), the paper also carries its body as passages
 (``Paper.passages``), which the ingest stores beside the abstract.
@@ -73,14 +73,14 @@ def body_passages(found: list[Passage]) -> tuple[Passage, ...]:
 def pdf_record(path: Path) -> Item:
     """One PDF → a ``Paper`` (or a ``RecordProblem`` when its text has no usable abstract); raises
     ``Refused`` when the text cannot be had."""
-    source = PdfText(path, MAX_PDF_PAGES.get())
+    reader = PdfText(path, MAX_PDF_PAGES.get())
     too_long: TooManyPages | None = None
     try:
-        raw = source.read()
+        raw = reader.read()
     except TooManyPages as e:  # a book or a proceedings volume: the paper from its first pages, no full text
         too_long = e
         try:
-            raw = source.read_head()
+            raw = reader.read_head()
         except Refused:
             raise e from None  # the page limit is the reason to give
     doc = clean(raw)
@@ -95,10 +95,10 @@ def pdf_record(path: Path) -> Item:
         raise too_long  # its first pages give no paper either: the page limit is the reason to give
     if isinstance(paper, Paper):
         # Always the file's own id, never the arXiv id or DOI: a record of the same paper stored from a richer
-        # source (an arXiv dump, Zotero) under that id is then a duplicate the store links to and skips, instead
+        # file (an arXiv dump, Zotero) under that id is then a duplicate the store links to and skips, instead
         # of being overwritten by what the PDF's first page gave (categories and venue lost).
         paper.id = assign_id("pdf", own, doi=None, arxiv_id=None, abstract=paper.abstract)
-        note(path, 1, f"abstract taken from the PDF text ({desc.abstract_source})")
+        note(path, 1, f"abstract taken from the PDF text ({desc.abstract_origin})")
         if too_long is not None:
             note(path, 1, f"{too_long.reason}: stored from its first pages (title, abstract), without its full text")
         elif budget := PASSAGE_TOKENS.get():

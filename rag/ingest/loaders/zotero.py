@@ -388,7 +388,7 @@ def item_record(db: Path, item: ZoteroItem, budget: int = 0) -> Item:
             return problem(db, item.item_id, f"no abstract: {squash_spaces(title or 'untitled')!r} "
                                              f"(Zotero item {item.key}){missing}")
         abstract = text.abstract
-        note(db, item.item_id, f"no abstract in Zotero, taken from the full text ({named}): {text.abstract_source}")
+        note(db, item.item_id, f"no abstract in Zotero, taken from the full text ({named}): {text.abstract_origin}")
     elif why:
         note(db, item.item_id, f"full text not read, abstract only ({named}): {why}")
     authors = [n for n, kind in item.creators if kind == "author"] or [n for n, _ in item.creators]

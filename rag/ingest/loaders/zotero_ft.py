@@ -37,18 +37,18 @@ class ItemText:
 
     passages: tuple[Passage, ...]
     abstract: str
-    abstract_source: str
+    abstract_origin: str
 
 
 def _is_pdf(a: Attachment) -> bool:
     return (a.content_type or "").lower() == "application/pdf" or (a.path or "").lower().endswith(".pdf")
 
 
-def _abstract(paged: bool, desc_abstract: str, source: str, found: list[Passage]) -> tuple[str, str]:
+def _abstract(paged: bool, desc_abstract: str, origin: str, found: list[Passage]) -> tuple[str, str]:
     if desc_abstract.strip():
         # a text without pages: "the Abstract section of page 1" → "… of the text", "the text of page 1 …" → "the
         # start of the text …"
-        return desc_abstract, source if paged else source.replace("text of page 1", "start of the text").replace(
+        return desc_abstract, origin if paged else origin.replace("text of page 1", "start of the text").replace(
             "page 1", "the text")
     text = ""
     for p in found:
@@ -75,6 +75,6 @@ def read_item(folder: Path, attachments: Sequence[Attachment], max_pages: int,
         if not raw.paged:
             kept = [replace(p, page_start=UNKNOWN_PAGE, page_end=UNKNOWN_PAGE) for p in kept]
         desc = describe(raw, doc)
-        abstract, source = _abstract(raw.paged, desc.abstract or "", desc.abstract_source, kept)
-        return ItemText(tuple(replace(p, ordinal=i) for i, p in enumerate(kept)), abstract, source), ""
+        abstract, origin = _abstract(raw.paged, desc.abstract or "", desc.abstract_origin, kept)
+        return ItemText(tuple(replace(p, ordinal=i) for i, p in enumerate(kept)), abstract, origin), ""
     return None, reason
