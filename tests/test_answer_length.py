@@ -141,3 +141,40 @@ def test_the_cli_takes_length(rt: Runtime, capsys: pytest.CaptureFixture[str], m
         out[length] = json.loads(capsys.readouterr().out)
     assert len(out["brief"]["citations"]) < len(out["thorough"]["citations"])
     assert len(out["brief"]["answer"]) < len(out["thorough"]["answer"])
+
+
+def _quoting_model(body: dict) -> str:
+    """A model that does what the sources allow: one paragraph per source it was given, quoting the first
+    sentence of its abstract and citing it."""
+    user = body["messages"][-1]["content"]
+    sources = re.findall(r'<source n="(\d+)">\n[^\n]*\n(.*?)\n</source>', user, re.S)
+    firsts = [(n, re.split(r"(?<=[.!?])\s", text.strip())[0]) for n, text in sources]
+    return "\n\n".join(f"{first} [{n}]" for n, first in firsts)
+
+
+def test_the_llm_mode_considers_more_papers_for_a_thorough_answer(rt: Runtime, srv: FakeOpenAIServer) -> None:
+    """At the default k, thorough retrieves and sends twice the papers, brief three under a smaller token cap:
+    a model citing what it is given answers brief < normal < thorough in papers and in length."""
+    settings = rt.settings.with_overrides(llm={"base_url": srv.base_url, "api_key": KEY, "model": "stub-model",
+                                               "max_tokens": 600, "max_retries": 0, "timeout_s": 10},
+                                          verify={"judge": "rules"})
+    chain = AnswerChain(rt, settings=settings)
+    k = settings.retrieval.k
+    srv.responder = _quoting_model
+    got = {}
+    try:
+        for length in ("brief", "normal", "thorough"):
+            answer = chain.ask(QUESTIONS[1], mode="llm", length=length)
+            body = srv.chat_requests[-1]
+            got[length] = (body["messages"][-1]["content"].count('<source n="'), body.get("max_completion_tokens"),
+                           answer)
+    finally:
+        srv.responder = None
+    assert [got[n][0] for n in ("brief", "normal", "thorough")] == [3, k, 2 * k]  # papers sent to the model
+    assert got["brief"][1] == 250 and got["normal"][1] == got["thorough"][1] == 600  # the answer's token cap
+    brief, normal, thorough = (got[n][2] for n in ("brief", "normal", "thorough"))
+    assert len(thorough.retrieved) == 2 * k and len(normal.retrieved) == k
+    assert 1 <= len(brief.citations) <= 3 < len(normal.citations) < len(thorough.citations), \
+        [len(a.citations) for a in (brief, normal, thorough)]
+    assert len(brief.answer) < len(normal.answer) < len(thorough.answer)
+    assert set(normal.cited_ids) <= set(thorough.cited_ids)
