@@ -523,9 +523,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from evals.cli import register
     from ui.conversation_commands import register as register_conversations
+    from ui.logins import register as register_logins
 
     register(sub, COMMANDS)
     register_conversations(sub, COMMANDS)
+    register_logins(sub, COMMANDS)
     return p
 
 
