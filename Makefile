@@ -89,8 +89,8 @@ mutations: $(STAMP) ## break each safeguard in a copy of the tree; its tests mus
 	@mkdir -p reports
 	$(BIN)/python -m bench.mutations --out reports/mutations.json
 
-test-long: $(STAMP) browser ## the long reliability variants (kill -9 loop, load) on top of the suite
-	$(BIN)/pytest -q --long tests/test_crash_loop.py tests/test_load.py
+test-long: $(STAMP) browser ## the long reliability variants (kill -9 loop, load, fuzzers with random seeds) on top of the suite
+	$(BIN)/pytest -q --long tests/test_crash_loop.py tests/test_load.py tests/test_fuzz_api.py tests/test_fuzz_mcp.py tests/test_fuzz_mcp_http.py
 
 bench: bench-ingest bench-retrieval bench-latency bench-api bench-evals ## every benchmark
 
