@@ -85,12 +85,16 @@ bench-encoder: $(STAMP) ## the local encoder alone: texts/s by batch size, RSS w
 bench-injection: $(STAMP) ## prompt injections tried and leaked, both modes → reports/injection.json
 	$(BIN)/python -m bench.injection --out reports/injection.json
 
-test-long: $(STAMP) browser ## the long reliability variants (kill -9 loop, load) on top of the suite
-	$(BIN)/pytest -q --long tests/test_crash_loop.py tests/test_load.py
+mutations: $(STAMP) ## break each safeguard in a copy of the tree; its tests must fail (~10 min; not in `make test`) → docs/reliability.md
+	@mkdir -p reports
+	$(BIN)/python -m bench.mutations --out reports/mutations.json
+
+test-long: $(STAMP) browser ## the long reliability variants (kill -9 loop, load, fuzzers with random seeds) on top of the suite
+	$(BIN)/pytest -q --long tests/test_crash_loop.py tests/test_load.py tests/test_fuzz_api.py tests/test_fuzz_mcp.py tests/test_fuzz_mcp_http.py
 
 bench: bench-ingest bench-retrieval bench-latency bench-api bench-evals ## every benchmark
 
 clean: ## remove caches (not your ~/.paperchat)
 	rm -rf .pytest_cache .ruff_cache .mypy_cache build *.egg-info
 
-.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-quality bench-latency bench-api bench-evals bench-crash bench-writers bench-load bench-injection bench-scale bench-encoder test-long clean
+.PHONY: help install run chat browser test eval eval-retrieval bench bench-ingest bench-retrieval bench-quality bench-latency bench-api bench-evals bench-crash bench-writers bench-load bench-injection bench-scale bench-encoder mutations test-long clean

@@ -1,6 +1,6 @@
 """Mutation check: break a safeguard in a copy of the repo and see the tests that guard it fail.
 
-    python -m bench.mutations [--only NAME ...] [--keep]
+    python -m bench.mutations [--only NAME ...] [--keep]      (= make mutations)
 
 Copies the working tree (``git ls-files --cached --others --exclude-standard``: committed files with their
 uncommitted edits, and new files not ignored) to a temporary directory, then for each mutation applies it to
@@ -38,6 +38,8 @@ from pathlib import Path
 from bench.common import ROOT
 
 PYTHON = ROOT / ".venv" / "bin" / "python"
+if not PYTHON.exists():  # a worktree without its own .venv: the interpreter running this script
+    PYTHON = Path(sys.executable)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,59 @@ MUTATIONS = [
         "citation) becomes `True or ...`, so nothing is ever unsupported",
         (Edit("rag/qa/verify.py", r"\bsupported=(?!True or )", "supported=True or ", regex=True),),
         ("tests/test_verify.py",)),
+    Mutation(
+        "quarantine",
+        "disable quarantine: no abstract sentence is ever flagged as an instruction (the set of flagged sentences "
+        "starts and stays empty)",
+        (Edit("rag/quarantine.py", "flagged = {i for i, s in enumerate(sentences) if is_instruction(s)}",
+              "flagged: set[int] = set()"),),
+        ("tests/test_injection.py::test_every_template_is_quarantined_in_every_position",
+         "tests/test_injection.py::test_abstract_injections_extractive")),
+    Mutation(
+        "evidence-gate",
+        "open the evidence gate: the extractive answerer answers even when no paper's support reaches the floor "
+        "(the cannot-answer reply is never chosen for weak evidence)",
+        (Edit("rag/qa/generate/extractive.py", "if max(support) < floor and not any(",
+              "if False and max(support) < floor and not any("),),
+        ("tests/test_chain.py", "-k", "out_of_corpus or refusal_names or human_readable")),
+    Mutation(
+        "collection-scoping",
+        "ignore collection scoping: a query within a named collection keeps its unscoped paper ids (scoped() "
+        "returns the query unchanged)",
+        (Edit("rag/index/paper_query.py", "    return replace(q, paper_ids=ids)", "    return q"),),
+        ("tests/test_collections.py::test_a_question_within_a_collection_cites_only_its_papers",)),
+    Mutation(
+        "api-auth",
+        "accept any API key: the comparison of the key's hash with the configured hashes never refuses",
+        (Edit("ui/api.py", "if not any(hmac.compare_digest(digest, h) for h in self.hashes):", "if False:"),),
+        ("tests/test_api.py::test_errors_are_openai_error_objects_without_tracebacks",)),
+    Mutation(
+        "html-escaping",
+        "stop escaping HTML: escape_html returns its text unchanged (titles, links, ids in citations and cards)",
+        (Edit("ui/safe.py", 'return html.escape(text, quote=True).replace("$", "&#36;")', "return text"),),
+        ("tests/test_ui_render.py",)),
+    Mutation(
+        "upload-size",
+        "drop the upload size limit: check_upload never refuses a file",
+        (Edit("rag/limits.py", "if size_bytes > limits.upload_mb * 1024 * 1024:", "if False:"),),
+        ("tests/test_limits.py::test_upload_size",)),
+    Mutation(
+        "upload-count",
+        "drop the upload count limit: UploadCount never refuses a multipart request with too many files",
+        (Edit("ui/upload_limit.py", "if seen > self.max_files + 1:", "if False:"),),
+        ("tests/test_ui_launch.py::test_running_server_is_private_bounded_and_logged_in",)),
+    Mutation(
+        "api-body-limit",
+        "drop the API's request body limit: BodyLimit never finds a body too big",
+        (Edit("ui/api.py", "too_big = size > self.max_bytes", "too_big = False"),
+         Edit("ui/api.py", "too_big = declared is not None and declared.isdigit() and int(declared) > self.max_bytes",
+              "too_big = False")),
+        ("tests/test_api.py::test_errors_are_openai_error_objects_without_tracebacks",)),
+    Mutation(
+        "open-bind",
+        "let the app serve beyond loopback without a login: check_open_bind returns at once",
+        (Edit("ui/app.py", "    if is_loopback(host) or auth:\n        return", "    if True:\n        return"),),
+        ("tests/test_ui_launch.py::test_an_open_bind_without_a_login_refuses_to_start",)),
 ]
 
 SANITY = Mutation(

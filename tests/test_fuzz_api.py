@@ -3,8 +3,12 @@ of the server's own OpenAPI document (tests/support/openapi_fuzz.py), from valid
 over HTTP to a real ``paperchat api`` process on 127.0.0.1 over half the sample corpus.
 
 For every request: no 5xx; no traceback or source path in the body; an error is an OpenAI error object; a
-success is JSON (or an SSE stream ending in ``[DONE]``); and the process is still alive and answers its health
-check. 300 requests in the default run (derandomized), 2,500 with random seeds under ``pytest --long``.
+success is JSON valid against the response schema the OpenAPI document publishes for it (or an SSE stream ending
+in ``[DONE]``); ``/v1/chat/completions`` answers (and each stream chunk) parse as the openai client's own
+``ChatCompletion`` / ``ChatCompletionChunk``; every answer turn (``/v1/ask``, and the ``paperchat`` turn of a
+completion) reads back through ``rag.answer.Answer.from_dict`` unchanged; and the process is still alive and
+answers its health check. 300 requests in the default run (derandomized), 2,500 with random seeds under
+``pytest --long``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from conftest import ROOT, half_sample_home, paperchat_cmd
 from hypothesis import given, settings
 
 from tests.support.fuzz import RANDOM, REPRODUCIBLE
-from tests.support.openapi_fuzz import Request, requests
+from tests.support.openapi_fuzz import Request, check_response, requests
 from tests.support.processes import wait_for_port
 from tests.support.servers import free_port, server_env
 
@@ -38,6 +42,8 @@ class Server:
         self.http = httpx.Client(base_url=url, timeout=120, trust_env=False,
                                  headers={"Authorization": f"Bearer {KEY}"})
         self.sent = 0
+        self.doc: dict[str, Any] = {}
+        self.validated: dict[str, int] = {}  # 2xx bodies checked against a schema, by operation
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +81,42 @@ def _document(server: Server) -> dict[str, Any]:
     return dict(doc.json())
 
 
+def _answer_turn(turn: dict[str, Any]) -> None:
+    """An answer as ``paperchat ask --json`` prints it: ``Answer.from_dict`` reads it back to the same JSON."""
+    from rag.answer import Answer
+
+    assert Answer.from_dict(turn).to_dict() == json.loads(json.dumps(turn)), turn
+
+
+def _count(server: Server, req: Request, how: str = "") -> None:
+    key = f"{req.method} {req.template}{how}"
+    server.validated[key] = server.validated.get(key, 0) + 1
+
+
+def _stream(server: Server, req: Request, body: str) -> None:
+    from openai.types.chat import ChatCompletionChunk
+
+    assert body.rstrip().endswith("data: [DONE]"), body[-300:]
+    chunks = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
+    assert chunks, body[:300]
+    for chunk in chunks:
+        ChatCompletionChunk.model_validate(chunk)
+    _answer_turn(chunks[-1]["paperchat"])
+    _count(server, req, " (stream)")
+
+
+def _success(server: Server, req: Request, status: int, data: Any) -> None:
+    check_response(server.doc, req, status, data)
+    if req.template == "/v1/chat/completions":
+        from openai.types.chat import ChatCompletion
+
+        ChatCompletion.model_validate(data)
+        _answer_turn(data["choices"][0]["message"]["paperchat"])
+    elif req.template == "/v1/ask":
+        _answer_turn(data)
+    _count(server, req)
+
+
 def check(server: Server, req: Request) -> None:
     r = server.http.request(req.method, req.path, params=req.query, content=req.body,
                             headers={"content-type": "application/json"} if req.body is not None else {})
@@ -86,9 +128,9 @@ def check(server: Server, req: Request) -> None:
         error = r.json()["error"]
         assert set(error) == {"message", "type", "param", "code"} and error["message"], body[:500]
     elif r.headers["content-type"].startswith("text/event-stream"):
-        assert body.rstrip().endswith("data: [DONE]"), body[-300:]
+        _stream(server, req, body)
     else:
-        r.json()
+        _success(server, req, r.status_code, r.json())
     assert server.proc.poll() is None, "the server process exited"
     assert server.http.get("/healthz").status_code == 200
 
@@ -102,13 +144,27 @@ def _settings(request: pytest.FixtureRequest) -> settings:
 def test_generated_requests_get_no_server_error_and_the_server_stays_up(server: Server,
                                                                         request: pytest.FixtureRequest) -> None:
     started = time.monotonic()
+    server.doc = _document(server)
+    # One valid request per operation first, so every success schema is checked whatever the fuzzer reaches.
+    some_id = server.http.get("/v1/papers", params={"limit": 1}).json()["papers"][0]["id"]
+    chat_op = "/v1/chat/completions"
+    chat = {"model": "paperchat", "messages": [{"role": "user", "content": "What is EPPO?"}]}
+    for known in [Request("POST", chat_op, body=json.dumps(chat).encode(), template=chat_op),
+                  Request("POST", chat_op, body=json.dumps(chat | {"stream": True}).encode(), template=chat_op),
+                  Request("GET", f"/v1/papers/{some_id}", template="/v1/papers/{paper_id}")]:
+        check(server, known)
 
     @_settings(request)
-    @given(requests(_document(server)))
+    @given(requests(server.doc))
     def fuzz(req: Request) -> None:
         check(server, req)
 
     fuzz()
     elapsed = time.monotonic() - started
-    print(f"\n[fuzz-api] {server.sent} generated requests in {elapsed:.0f} s: no 5xx, server alive")
+    print(f"\n[fuzz-api] {server.sent} generated requests in {elapsed:.0f} s: no 5xx, server alive; 2xx bodies "
+          f"valid against their schemas: {sum(server.validated.values())} ({server.validated})")
     assert server.sent >= DEFAULT_EXAMPLES  # the requests really went out
+    # successes of every kind were checked, not only errors (the operations a derandomized run reaches)
+    every = {"POST /v1/ask", "POST /v1/search", "GET /v1/papers", "GET /v1/stats", "POST /v1/chat/completions",
+             "POST /v1/chat/completions (stream)", "GET /v1/papers/{paper_id}"}
+    assert every <= set(server.validated), server.validated

@@ -269,6 +269,20 @@ def _call(fn: Callable[..., dict[str, Any]], *args: Any, **kwargs: Any) -> dict[
         raise ToolError(str(e)) from None
 
 
+def _paper_json(tools: PaperTools, paper_id: str) -> str:
+    """The ``paper://`` resource. A bad id is the client's mistake: "not found" with the reason (JSON-RPC invalid
+    params), not the SDK's internal error with a traceback in the server's log (found by
+    tests/test_fuzz_mcp_http.py)."""
+    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+
+    try:
+        return json.dumps(tools.get(paper_id), ensure_ascii=False)
+    except InputError as e:
+        raise ResourceNotFoundError(str(e)) from None
+    except PaperchatError as e:
+        raise ResourceError(str(e)) from None
+
+
 def _conversation_tools(server: Any, tools: PaperTools, read_only: Any) -> None:
     @server.tool(annotations=read_only)
     def list_conversations() -> dict[str, Any]:
@@ -391,7 +405,7 @@ def build_server(tools: PaperTools, warm: bool = True) -> Any:
                      description="A stored paper as JSON (the get_paper record, quarantine-marked).",
                      security=ResourceSecurity(exempt_params={"paper_id"}))
     def paper_resource(paper_id: str) -> str:
-        return json.dumps(_call(tools.get, paper_id), ensure_ascii=False)
+        return _paper_json(tools, paper_id)
 
     return server
 

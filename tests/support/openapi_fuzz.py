@@ -3,7 +3,8 @@
 
 Each value is drawn either from its schema (within and just past its bounds: a length or a number one beyond
 the limit) or as any JSON value at all, so requests range from valid to malformed; whole bodies are
-sometimes replaced by arbitrary JSON or bytes. ``requests(openapi)`` draws ``Request``s over every operation.
+sometimes replaced by arbitrary JSON or bytes. ``requests(openapi)`` draws ``Request``s over every operation;
+``check_response`` validates a 2xx JSON body against the schema the document publishes for that operation.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 
 JSON_LEAF = st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(allow_nan=False) | st.text(max_size=40)
 ANY_JSON = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=4)
@@ -29,6 +31,7 @@ class Request:
     path: str
     query: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
+    template: str = ""  # the operation's path as the document writes it ("/v1/papers/{paper_id}")
 
     def __repr__(self) -> str:  # what Hypothesis prints for a failing example
         return f"{self.method} {self.path} query={self.query} body={self.body[:300] if self.body else None!r}"
@@ -100,7 +103,7 @@ def _operation(path: str, method: str, op: dict[str, Any], doc: dict[str, Any]) 
             filled = filled.replace("{" + name + "}", quote(_query_value(d(strategy)) or "x", safe=""))
         query = {k: _query_value(v) for k, v in d(st.fixed_dictionaries({}, optional=in_query)).items()
                  if v is not None}
-        return Request(method.upper(), filled, query, d(body))
+        return Request(method.upper(), filled, query, d(body), template=path)
 
     return draw()
 
@@ -110,3 +113,18 @@ def requests(doc: dict[str, Any]) -> st.SearchStrategy[Request]:
     ops = [_operation(path, method, op, doc) for path, item in sorted(doc["paths"].items())
            for method, op in sorted(item.items()) if method in ("get", "post", "put", "patch", "delete")]
     return st.one_of(ops)
+
+
+def response_schema(doc: dict[str, Any], req: Request, status: int, media: str = "application/json") -> dict[str, Any]:
+    """The schema ``doc`` publishes for ``req``'s operation answering ``status`` (KeyError: none published)."""
+    op = doc["paths"][req.template][req.method.lower()]
+    return dict(op["responses"][str(status)]["content"][media]["schema"])
+
+
+def check_response(doc: dict[str, Any], req: Request, status: int, body: Any) -> None:
+    """Fail (AssertionError naming every violation) unless ``body`` matches the published response schema;
+    ``$ref``s resolve within ``doc`` (OpenAPI 3.1 schemas are JSON Schema 2020-12)."""
+    schema = response_schema(doc, req, status) | {"components": doc.get("components", {})}
+    errors = sorted(Draft202012Validator(schema).iter_errors(body), key=str)
+    assert not errors, f"{req!r} -> {status}: " + "; ".join(
+        f"{'/'.join(map(str, e.absolute_path)) or '(body)'}: {e.message}" for e in errors[:5])
