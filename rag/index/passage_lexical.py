@@ -9,9 +9,12 @@ analyses only the passages it does not hold yet, and tombstones those the store 
 names its paper's full-text version, so an id seen before is the same text). BM25's statistics (passage count,
 document frequencies, average length) count live passages only, so a score is exactly what a from-scratch build
 over the same passages gives; past ``COMPACT_FRACTION`` of tombstones the arrays are compacted (nothing is
-analysed again). The index is saved beside the paper-level index (``<index folder>.passages.npz``, written whole
+analysed again). The index is saved beside the paper-level index (``<index folder>.passages.bin``, written whole
 then renamed) after each change, so a process that starts on an unchanged store loads it instead of reading every
-passage; a missing or unreadable file means one full build. ``counts`` says how often each path ran.
+passage; a missing or unreadable file means one full build. Loading reads the file once and keeps its postings as
+they lie (one array of documents, one of frequencies, an offset per term): a term's postings are sliced out the
+first time a question uses it, so the first question after a process starts does not pay for the whole
+vocabulary. ``counts`` says how often each path ran.
 """
 
 from __future__ import annotations
@@ -41,14 +44,15 @@ log = logging.getLogger(__name__)
 _INDEXES: weakref.WeakKeyDictionary[LexicalIndex, PassageIndex] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 COMPACT_FRACTION = 0.25  # tombstoned passages past this share of the index: the arrays are compacted
-FORMAT = 1  # the saved file's layout; another is ignored (one full build)
+FORMAT = 2  # the saved file's layout; another is ignored (one full build)
+_MAGIC = b"PCPASSAGES\n"
 _READ = 1000  # passages read from the store per call when catching up
 
 
 def index_file(lexical: LexicalIndex) -> Path:
     """Where the passage index of the store ``lexical`` follows is saved (beside its folder, not in it: the
     paper-level index sweeps files its manifest does not name)."""
-    return lexical.root.with_name(lexical.root.name + ".passages.npz")
+    return lexical.root.with_name(lexical.root.name + ".passages.bin")
 
 
 @dataclass
@@ -61,13 +65,16 @@ class PassageIndex:
     ids: list[str] = field(default_factory=list)  # passage row ids, in document order (tombstoned ones too)
     pids: list[str] = field(default_factory=list)  # their papers
     refs: list[rows.PassageRef] = field(default_factory=list)
-    postings: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # term → (docs, tf)
+    # term → (docs, tf): the terms changed or used since the saved file was loaded; the others are in ``_csr``
+    postings: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     live: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     papers: frozenset[str] = frozenset()  # the papers with full text stored
     state: tuple[int, int] | None = None
     counts: Counter[str] = field(default_factory=Counter)  # "built", "updated", "loaded", "compacted"
     _pos: dict[str, int] = field(default_factory=dict)  # live passage id → document
+    # the loaded file's postings: term → position, offsets, documents, frequencies
+    _csr: tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
@@ -110,8 +117,22 @@ class PassageIndex:
                 log.info("passage index %s: %d passages of %d papers in %.2f s", how, self.size, len(self.papers),
                          time.perf_counter() - t0)
 
+    def posting(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(documents, frequencies) of ``term``, or None."""
+        hit = self.postings.get(term)
+        if hit is None and self._csr is not None:
+            at = self._csr[0].get(term)
+            if at is not None:
+                offsets, docs, tf = self._csr[1:]
+                a, b = int(offsets[at]), int(offsets[at + 1])
+                hit = self.postings[term] = (docs[a:b], tf[a:b])
+        return hit
+
+    def _terms(self) -> list[str]:
+        return list(dict.fromkeys([*(self._csr[0] if self._csr is not None else ()), *self.postings]))
+
     def _reset(self) -> None:
-        self.ids, self.pids, self.refs, self.postings, self._pos = [], [], [], {}, {}
+        self.ids, self.pids, self.refs, self.postings, self._pos, self._csr = [], [], [], {}, {}, None
         self.lengths, self.live = np.zeros(0, np.float32), np.zeros(0, bool)
         self.papers = frozenset()
 
@@ -155,7 +176,7 @@ class PassageIndex:
         self.live = np.concatenate([self.live, np.ones(len(lengths), bool)])
         for t, d in post.items():
             docs, tf = np.fromiter(d.keys(), np.int32, len(d)), np.fromiter(d.values(), np.float32, len(d))
-            have = self.postings.get(t)
+            have = self.posting(t)
             self.postings[t] = (docs, tf) if have is None else (np.concatenate([have[0], docs]),
                                                                 np.concatenate([have[1], tf]))
         self.papers = self.papers | frozenset(self.pids[start:])
@@ -166,11 +187,12 @@ class PassageIndex:
         remap = np.full(len(self.ids), -1, np.int32)
         remap[keep] = np.arange(len(keep), dtype=np.int32)
         postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for t, (docs, tf) in self.postings.items():
+        for t in self._terms():
+            docs, tf = self.posting(t) or (np.zeros(0, np.int32), np.zeros(0, np.float32))
             alive = self.live[docs]
             if alive.any():
                 postings[t] = (remap[docs[alive]], tf[alive])
-        self.postings = postings
+        self.postings, self._csr = postings, None
         self.ids = [self.ids[i] for i in keep]
         self.pids = [self.pids[i] for i in keep]
         self.refs = [self.refs[i] for i in keep]
@@ -180,22 +202,35 @@ class PassageIndex:
 
     # ---- saved copy ---------------------------------------------------------------------------------------
     def _save(self) -> None:
-        """Write the index whole beside the paper-level one (temporary name, then renamed)."""
+        """Write the index whole beside the paper-level one (temporary name, then renamed): a JSON header, then
+        the arrays' bytes one after another."""
         if self.path is None or self.state is None:
             return
-        terms = list(self.postings)
-        sizes = np.fromiter((len(self.postings[t][0]) for t in terms), np.int64, len(terms))
-        meta = {"format": FORMAT, "state": list(self.state), "k1": self.k1, "b": self.b, "ids": self.ids,
-                "pids": self.pids, "refs": [list(r) for r in self.refs], "terms": terms}
+        terms = self._terms()
+        lists = [self.posting(t) or (np.zeros(0, np.int32), np.zeros(0, np.float32)) for t in terms]
+        sizes = np.fromiter((len(d) for d, _ in lists), np.int64, len(lists))
+        papers = sorted(set(self.pids))
+        code = {p: i for i, p in enumerate(papers)}
+        arrays: dict[str, np.ndarray] = {"offsets": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+                  "docs": np.concatenate([d for d, _ in lists] or [np.zeros(0)]).astype(np.int32),
+                  "tf": np.concatenate([f for _, f in lists] or [np.zeros(0)]).astype(np.float32),
+                  "lengths": self.lengths.astype(np.float32), "live": self.live.astype(bool),
+                  "paper": np.fromiter((code[p] for p in self.pids), np.int32, len(self.pids)),
+                  "pages": np.asarray([(r.page_start, r.page_end) for r in self.refs], np.int32).reshape(-1, 2)}
+        sections = sorted({r.section for r in self.refs})
+        where = {s: i for i, s in enumerate(sections)}
+        arrays["section"] = np.fromiter((where[r.section] for r in self.refs), np.int32, len(self.refs))
+        head = {"format": FORMAT, "state": list(self.state), "k1": self.k1, "b": self.b, "ids": "\n".join(self.ids),
+                "papers": papers, "sections": sections, "terms": "\n".join(terms),
+                "arrays": [[k, a.dtype.str, list(a.shape)] for k, a in arrays.items()]}
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            raw = json.dumps(head).encode()
             with open(tmp, "wb") as f:
-                np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
-                         offsets=np.concatenate([[0], np.cumsum(sizes)]),
-                         docs=np.concatenate([self.postings[t][0] for t in terms] or [np.zeros(0, np.int32)]),
-                         tf=np.concatenate([self.postings[t][1] for t in terms] or [np.zeros(0, np.float32)]),
-                         lengths=self.lengths, live=self.live)
+                f.write(_MAGIC + len(raw).to_bytes(8, "little") + raw)
+                for a in arrays.values():
+                    f.write(np.ascontiguousarray(a).tobytes())
             os.replace(tmp, self.path)
         except OSError as e:  # a read-only home still answers: the index stays in memory
             log.warning("passage index not saved to %s: %s", self.path, e)
@@ -206,24 +241,41 @@ class PassageIndex:
         if self.path is None or not self.path.is_file():
             return False
         try:
-            with np.load(self.path) as z:
-                meta = json.loads(z["meta"].tobytes())
-                offsets, docs, tf = z["offsets"], z["docs"], z["tf"]
-                lengths, live = z["lengths"], z["live"]
-            if meta.get("format") != FORMAT or (meta["k1"], meta["b"]) != (self.k1, self.b):
+            data = self.path.read_bytes()
+            if not data.startswith(_MAGIC):
+                raise ValueError("not a passage index")
+            at = len(_MAGIC) + 8
+            size = int.from_bytes(data[len(_MAGIC):at], "little")
+            head = json.loads(data[at:at + size])
+            at += size
+            arrays: dict[str, np.ndarray] = {}
+            for name, dtype, shape in head["arrays"]:
+                n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+                arrays[name] = np.frombuffer(data, dtype, int(np.prod(shape)), at).reshape(shape)
+                at += n
+            if at != len(data):
+                raise ValueError(f"{len(data) - at} bytes left over")
+            if head.get("format") != FORMAT or (head["k1"], head["b"]) != (self.k1, self.b):
                 return False
-        except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as e:
             log.warning("passage index at %s unreadable (%s): rebuilt", self.path, e)
             return False
-        self.ids, self.pids = meta["ids"], meta["pids"]
-        self.refs = [rows.PassageRef(int(a), int(b), str(s)) for a, b, s in meta["refs"]]
-        self.postings = {t: (docs[offsets[i]:offsets[i + 1]], tf[offsets[i]:offsets[i + 1]])
-                         for i, t in enumerate(meta["terms"])}
-        self.lengths, self.live = lengths, live
-        self._pos = {self.ids[i]: int(i) for i in np.flatnonzero(live)}
-        self.papers = frozenset(self.pids[d] for d in self._pos.values())
-        self.state = (int(meta["state"][0]), int(meta["state"][1]))
+        self._install(head, arrays)
         return True
+
+    def _install(self, head: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.ids = head["ids"].split("\n") if head["ids"] else []
+        papers, sections = head["papers"], head["sections"]
+        self.pids = [papers[c] for c in arrays["paper"].tolist()]
+        self.refs = [rows.PassageRef(a, b, sections[s])
+                     for (a, b), s in zip(arrays["pages"].tolist(), arrays["section"].tolist(), strict=True)]
+        terms = head["terms"].split("\n") if head["terms"] else []
+        self.postings = {}
+        self._csr = ({t: i for i, t in enumerate(terms)}, arrays["offsets"], arrays["docs"], arrays["tf"])
+        self.lengths, self.live = arrays["lengths"], arrays["live"].copy()
+        self._pos = {self.ids[i]: i for i in np.flatnonzero(self.live).tolist()}
+        self.papers = frozenset(self.pids[d] for d in self._pos.values())
+        self.state = (int(head["state"][0]), int(head["state"][1]))
 
     # ---- scoring ------------------------------------------------------------------------------------------
     def search(self, terms: dict[str, float], n: int, allowed: set[str] | None = None) -> list[tuple[int, float]]:
@@ -238,7 +290,7 @@ class PassageIndex:
             self.lengths.mean(dtype=np.float64))
         norm = self.k1 * (1 - self.b + self.b * self.lengths / (avg or 1.0))
         for term, weight in terms.items():
-            hit = self.postings.get(term)
+            hit = self.posting(term)
             if hit is None:
                 continue
             docs, tf = hit
