@@ -25,6 +25,16 @@ def check_length(length: str | None) -> AnswerLength:
     return value
 
 
+THOROUGH_REACH = 2  # a thorough answer considers this many times the papers a normal one does
+
+
+def papers_considered(k: int, length: str, explicit: bool = False) -> int:
+    """How many papers are retrieved for an answer of ``length`` given ``retrieval.k`` (or the request's own
+    ``k``, ``explicit``, which is kept as asked): a thorough answer reaches ``THOROUGH_REACH`` times further
+    (at most 50), so that every paper that bears on the question can be cited, not only the first k."""
+    return k if explicit or length != "thorough" else min(50, k * THOROUGH_REACH)
+
+
 class AppliedFilters(TypedDict, total=False):
     """The filters an answer applied, only the set ones, in ``rag.index.paper_query.PaperQuery``'s field order."""
 

@@ -422,8 +422,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="map a paper field to a CSV/JSON column, e.g. --map abstract=Summary (repeatable)")
     ing.add_argument("--strict", action="store_true", help="any bad record aborts its file with nothing stored")
     ing.add_argument("--full-text", action="store_true",
-                     help="also store each PDF's body as passages cited to the page (ingest.full_text; "
-                          "~40 more vectors per paper); without it, stored passages are kept")
+                     help="also store each PDF's body (a Zotero item's PDF, else Zotero's extracted text) as "
+                          "passages cited to the page (ingest.full_text; ~40 more vectors per paper); without it, "
+                          "stored passages are kept")
     ing.add_argument("--rebuild", action="store_true", help="drop the collection first (e.g. after changing model)")
     ing.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     ing.add_argument("--collection", metavar="NAME", help="also put every paper of these files in this collection")
@@ -522,9 +523,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from evals.cli import register
     from ui.conversation_commands import register as register_conversations
+    from ui.logins import register as register_logins
 
     register(sub, COMMANDS)
     register_conversations(sub, COMMANDS)
+    register_logins(sub, COMMANDS)
     return p
 
 

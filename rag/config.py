@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -251,17 +252,34 @@ class VerifySettings(BaseModel):
                                       "one call per answer; further statements keep the rules' verdict")
 
 
+# A password hash of ui.users (ui.logins.hash_password): PBKDF2-SHA256, its rounds, salt and digest
+PASSWORD_HASH = re.compile(r"pbkdf2_sha256\$(?P<iterations>[1-9]\d{3,7})\$(?P<salt>[0-9a-f]{16,128})"
+                           r"\$(?P<digest>[0-9a-f]{64})")
+
+
 class UISettings(BaseModel):
     host: str = Field("127.0.0.1", description="bind address; loopback unless you mean to expose it")
     port: int = Field(7860, ge=1, le=65535, description="HTTP port")
     username: str | None = Field(None, description="optional basic-auth user")
     password: SecretStr | None = Field(None, description="optional basic-auth password")
+    users: dict[str, str] = Field(default_factory=dict, description="login users of the app: name → password hash "
+                                  "from `paperchat ui-user NAME` (config.toml [ui.users], or PAPERCHAT_UI__USERS="
+                                  "'{\"ann\": \"pbkdf2_sha256$…\"}'); each keeps their own conversations")
     allow_open: bool = Field(False, description="serve beyond loopback without a login (anyone who can reach it can "
                                                 "read and change the library); off: such a bind refuses to start")
     concurrency: int = Field(4, ge=1, le=64, description="answers computed at once")
     queue_size: int = Field(64, ge=1, le=10000, description="waiting requests before new ones are refused")
     stream_delay_ms: int = Field(40, ge=0, le=2000,
                                  description="pause between streamed pieces of an extractive answer (reading pace)")
+
+    @field_validator("users")
+    @classmethod
+    def _hashed(cls, v: dict[str, str]) -> dict[str, str]:
+        bad = [name for name, h in v.items() if not name.strip() or not PASSWORD_HASH.fullmatch(h)]
+        if bad:
+            raise ValueError(f"ui.users maps each name to a password hash made by `paperchat ui-user NAME`, not a "
+                             f"password: fix {', '.join(map(repr, bad))}")
+        return v
 
 
 class LimitSettings(BaseModel):

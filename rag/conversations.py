@@ -15,11 +15,12 @@ import json
 import logging
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rag.answer import Answer
 from rag.errors import ConfigError, InputError
@@ -27,6 +28,8 @@ from rag.errors import ConfigError, InputError
 log = logging.getLogger(__name__)
 
 LOCAL_OWNER = "local"  # the owner when there is no login
+NEW = "new"  # a conversation id that starts a new conversation (the API's and MCP's ask)
+HISTORY_TURNS = 10  # the earlier turns a resumed conversation's next question sees (the API's and MCP's ask)
 SCHEMA_VERSION = 1
 TITLE_CHARS = 80
 _SCHEMA = """
@@ -67,6 +70,12 @@ def owner_for(username: str | None) -> str:
     """The owner of a signed-in user's conversations ("user:NAME"), or ``LOCAL_OWNER`` without a login: a user
     who happens to be called "local" still never sees the conversations kept without a login."""
     return f"user:{username}" if username else LOCAL_OWNER
+
+
+def owner_for_key(key_hash: str | None) -> str:
+    """The owner of the conversations asked through the HTTP API with a key (its sha256 hex digest): "key:" and
+    the digest's first 16 digits; ``LOCAL_OWNER`` for a loopback API without keys, as the terminal."""
+    return f"key:{key_hash[:16]}" if key_hash else LOCAL_OWNER
 
 
 def title_of(question: str) -> str:
@@ -200,6 +209,19 @@ class ConversationStore:
                 raise ConfigError(f"{self.path}: conversation {cid[:8]}, turn {n + 1}: unreadable answer ({e})") \
                     from None
         return info
+
+    def history(self, owner: str, conversation_id: str | None) -> tuple[str | None, Sequence[Answer]]:
+        """The conversation a question goes on with (its full id) and its last ``HISTORY_TURNS`` answers, so a
+        follow-up resolves against the papers they cited; (None, []) to start one (no id, "" or ``NEW``)."""
+        if not conversation_id or conversation_id.strip().lower() == NEW:
+            return None, []
+        info = self.load(owner, conversation_id)
+        return info.id, info.answers[-HISTORY_TURNS:]
+
+    def shown(self, owner: str, conversation_id: str) -> dict[str, Any]:
+        """One conversation as JSON: its id, title, times, turn count and each turn's ``Answer.to_dict()``."""
+        info = self.load(owner, conversation_id)
+        return {**info.to_dict(), "answers": [a.to_dict() for a in info.answers]}
 
     # ---- writing ----------------------------------------------------------------------------------
     def create(self, owner: str, title: str = "") -> str:

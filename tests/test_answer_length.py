@@ -12,6 +12,7 @@ import pytest
 from conftest import SAMPLE
 from conftest import STUB_KEY as KEY
 
+from rag.answer import papers_considered
 from rag.config import get_settings
 from rag.errors import InputError
 from rag.qa.chain import AnswerChain
@@ -106,27 +107,51 @@ def test_thorough_groups_papers_into_paragraphs(rt: Runtime) -> None:
     assert sorted(n for c in cited for n in c) == list(range(1, len(answer.citations) + 1))
 
 
+def _quoting_model(body: dict) -> str:
+    """A model that does what the sources allow: one paragraph per source it was given, quoting the first
+    sentence of its abstract and citing it."""
+    user = body["messages"][-1]["content"]
+    sources = re.findall(r'<source n="(\d+)">\n[^\n]*\n(.*?)\n</source>', user, re.S)
+    firsts = [(n, re.split(r"(?<=[.!?])\s", text.strip())[0]) for n, text in sources]
+    return "\n\n".join(f"{first} [{n}]" for n, first in firsts)
+
+
 def test_the_llm_mode_honours_the_length(rt: Runtime, srv: FakeOpenAIServer) -> None:
+    """Rule 5 of the system prompt says how long; at the default k a thorough answer retrieves and sends twice the
+    papers, a brief one three under a smaller token cap: a model citing what it is given answers brief < normal
+    < thorough in papers and in length, and a brief answer keeps at most 3 papers whatever the model cites."""
     settings = rt.settings.with_overrides(llm={"base_url": srv.base_url, "api_key": KEY, "model": "stub-model",
-                                               "max_tokens": 256, "max_retries": 0, "timeout_s": 10})
+                                               "max_tokens": 600, "max_retries": 0, "timeout_s": 10},
+                                          verify={"judge": "rules"})
     chain = AnswerChain(rt, settings=settings)
-    q = "Which papers use reinforcement learning from human feedback?"
-    sent: dict[str, tuple[str, int]] = {}
-    cited: dict[str, int] = {}
-    for length in ("brief", "normal", "thorough"):
+    k = settings.retrieval.k
+    got = {}
+    try:
+        srv.responder = _quoting_model
+        for length in ("brief", "normal", "thorough"):
+            answer = chain.ask(QUESTIONS[1], mode="llm", length=length)
+            body = srv.chat_requests[-1]
+            got[length] = (body["messages"][0]["content"], body["messages"][-1]["content"].count('<source n="'),
+                           body.get("max_completion_tokens"), answer)
         srv.responder = lambda body: " ".join(f"Source {n} bears on it [{n}]." for n in range(1, 6))
-        answer = chain.ask(q, mode="llm", k=5, length=length)
-        body = srv.chat_requests[-1]
-        system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
-        sent[length] = (system, user.count("<source n=\""))
-        cited[length] = len(answer.citations)
-    srv.responder = None
-    assert sent["normal"][0] == SYSTEM_PROMPT == system_prompt("normal")  # the default prompt is unchanged
-    assert sent["brief"][0] == system_prompt("brief") and LENGTH_RULES["brief"] in sent["brief"][0]
-    assert sent["thorough"][0] == system_prompt("thorough") and LENGTH_RULES["thorough"] in sent["thorough"][0]
-    assert sent["brief"][1] == 3 and sent["normal"][1] == sent["thorough"][1] == 5  # papers in context
-    # the model cited [1]-[5]: only the three a brief answer was given survive verification
-    assert cited["brief"] == 3 and cited["normal"] == cited["thorough"] == 5
+        unruly = chain.ask(QUESTIONS[0], mode="llm", length="brief")  # a model citing [1]-[5] of the 3 it got
+    finally:
+        srv.responder = None
+    assert got["normal"][0] == SYSTEM_PROMPT == system_prompt("normal")  # the default prompt is unchanged
+    for length in ("brief", "thorough"):
+        assert got[length][0] == system_prompt(length) and LENGTH_RULES[length] in got[length][0]
+    assert [got[n][1] for n in ("brief", "normal", "thorough")] == [3, k, 2 * k]  # papers sent to the model
+    assert got["brief"][2] == 250 and got["normal"][2] == got["thorough"][2] == 600  # the answer's token cap
+    brief, normal, thorough = (got[n][3] for n in ("brief", "normal", "thorough"))
+    assert len(thorough.retrieved) == 2 * k and len(normal.retrieved) == k
+    assert 1 <= len(brief.citations) <= 3 < len(normal.citations) < len(thorough.citations), \
+        [len(a.citations) for a in (brief, normal, thorough)]
+    assert len(brief.answer) < len(normal.answer) < len(thorough.answer)
+    assert set(normal.cited_ids) <= set(thorough.cited_ids)
+    assert len(unruly.citations) == 3  # only the three papers a brief answer was given survive verification
+    # a k the request gives is kept as asked, at every length
+    assert papers_considered(5, "thorough") == 10 and papers_considered(5, "thorough", explicit=True) == 5
+    assert papers_considered(40, "thorough") == 50 and papers_considered(5, "brief") == 5
 
 
 def test_the_cli_takes_length(rt: Runtime, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:

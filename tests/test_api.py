@@ -388,3 +388,48 @@ def test_library_adds_and_removes_papers_with_clear_errors_and_nothing_written_o
     finally:
         if "Picked" in sets.counts():
             sets.delete("Picked")
+
+
+def test_saved_conversations_per_key_listed_shown_and_resumed(served: Served, tmp_path: Path) -> None:
+    """``/v1/ask`` with a conversation_id saves each turn under the caller's key; the saved turns are the
+    follow-up's history (a second server, as after a restart, resumes it); another key sees none of it."""
+    other = "pc-other-key"
+    settings = served.rt.settings.with_overrides(api={"key_hashes": [api.key_hash(KEY), api.key_hash(other)]},
+                                                 conversations_file=tmp_path / "conversations.sqlite")
+    servers = []
+    try:
+        servers.append(_start(Library.open(served.rt, settings)))
+        with served.http() as http:
+            http.base_url = httpx.URL(servers[-1][2])
+            first = http.post("/v1/ask", json={"question": "What is EPPO?", "mode": "extractive",
+                                               "conversation_id": "new"}).json()
+            cid, eppo = first["conversation_id"], first["citations"][0]["paper_id"]
+            assert len(cid) == 32 and first["question"] == "What is EPPO?"
+            both = http.post("/v1/ask", json={"question": "x", "conversation_id": cid,
+                                              "history": [{"role": "user", "content": "y"}]})
+            assert both.status_code == 400 and both.json()["error"]["param"] == "history"
+        servers[-1][0].should_exit = True
+        servers[-1][1].join(10)
+        servers.append(_start(Library.open(served.rt, settings)))  # a restart: only the file remains
+        with served.http() as http, served.http(other) as stranger:
+            http.base_url = stranger.base_url = httpx.URL(servers[-1][2])
+            follow = http.post("/v1/ask", json={"question": "What does it penalize?", "mode": "extractive",
+                                                "conversation_id": cid[:8]}).json()
+            assert follow["conversation_id"] == cid and follow["standalone_question"] != follow["question"]
+            assert follow["citations"][0]["paper_id"] == eppo
+            assert [(c["id"], c["turns"]) for c in http.get("/v1/conversations").json()] == [(cid, 2)]
+            shown = http.get(f"/v1/conversations/{cid[:8]}").json()
+            assert shown["title"] == "What is EPPO?" and [a["question"] for a in shown["answers"]] == \
+                ["What is EPPO?", "What does it penalize?"]
+            assert shown["answers"][1]["citations"][0]["paper_id"] == eppo
+            assert stranger.get("/v1/conversations").json() == []  # another key: another owner
+            hidden = stranger.get(f"/v1/conversations/{cid}")
+            assert hidden.status_code == 400 and "no conversation" in hidden.json()["error"]["message"]
+            resumed = stranger.post("/v1/ask", json={"question": "What does it penalize?", "conversation_id": cid})
+            assert resumed.status_code == 400
+            plain = http.post("/v1/ask", json={"question": "What is EPPO?", "mode": "extractive"}).json()
+            assert "conversation_id" not in plain and len(http.get("/v1/conversations").json()) == 1  # stateless
+    finally:
+        for server, thread, _ in servers:
+            server.should_exit = True
+            thread.join(10)

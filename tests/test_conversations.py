@@ -163,3 +163,51 @@ def test_turns_saved_at_once_from_several_threads_all_kept(tmp_path: Path) -> No
         list(pool.map(lambda i: store.append_turn(LOCAL_OWNER, cid, answer(f"Q{i}")), range(1, 41)))
     loaded = store.load(LOCAL_OWNER, cid)
     assert sorted(a.question for a in loaded.answers) == sorted(f"Q{i}" for i in range(41))
+
+
+ANSWERING = """
+import sys, time
+from types import ModuleType, SimpleNamespace
+from tests.test_conversations import answer
+
+
+def ask(lib, question, history=(), **_):  # the answer pipeline (ui.library.ask), its model not loaded
+    if history:  # the second turn is still being answered when the kill comes
+        print("answering", flush=True)
+        time.sleep(60)
+    return answer(question)
+
+
+sys.modules["ui.library"] = ModuleType("ui.library")
+sys.modules["ui.library"].ask, sys.modules["ui.library"].Library = ask, object
+from ui.saved_conversations import ask_saved
+
+lib = SimpleNamespace(settings=SimpleNamespace(conversations_path=sys.argv[1]))
+_, cid = ask_saved(lib, "key:abc", "new", "First turn")
+print(cid, flush=True)
+ask_saved(lib, "key:abc", cid, "Second turn")
+"""
+
+
+def test_a_server_killed_while_answering_keeps_every_earlier_turn(tmp_path: Path) -> None:
+    """The API's and MCP's path (ui.saved_conversations.ask_saved), SIGKILLed while its second turn is being
+    answered: the first turn is there, readable, and the conversation goes on."""
+    import signal
+
+    path = tmp_path / "c.sqlite"
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", ANSWERING, str(path)], stdout=subprocess.PIPE, text=True,
+                            cwd=root, env={"PYTHONPATH": str(root)})
+    try:
+        assert proc.stdout is not None
+        cid = proc.stdout.readline().strip()
+        assert proc.stdout.readline().strip() == "answering", "the second turn was never asked"
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    store = ConversationStore(path)
+    assert [a.question for a in store.load("key:abc", cid).answers] == ["First turn"]
+    assert store.append_turn("key:abc", cid, answer("Second turn, asked again")) == cid
+    assert store.list("key:abc")[0].turns == 2

@@ -210,7 +210,7 @@ def test_a_single_bad_pdf_is_one_input_error(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- Zotero's full text
 
-def test_zotero_source_reads_the_ft_cache_else_the_pdf(tmp_path: Path) -> None:
+def test_zotero_source_reads_the_pdf_else_the_ft_cache(tmp_path: Path) -> None:
     for version in VERSIONS:  # the attachment's parent is sourceItemID in 79, parentItemID after
         db = build(tmp_path / f"v{version}" / "zotero.sqlite", version)
         listed = [(i.key, a) for i in read_library(db) for a in i.attachments]
@@ -228,11 +228,17 @@ def test_zotero_source_reads_the_ft_cache_else_the_pdf(tmp_path: Path) -> None:
     assert [flat(p) for p in source.read().pages] == ["Tides of the North Sea Page one of the PDF",
                                                       "Page two of the PDF"]
     (folder / ".zotero-ft-cache").write_text("Tides, as Zotero read them\nthe ﬁrst page\fthe second page\f")
+    assert flat(source.read().pages[1]) == "Page two of the PDF"  # the PDF first: it knows its pages and fonts
+    (folder / "tides.pdf").write_bytes(b"%PDF-1.4 not really")  # unreadable: Zotero's cache instead
     raw = source.read()
     assert raw.pages == ["Tides, as Zotero read them\nthe ﬁrst page", "the second page"] and raw.paged
     assert [p.number for p in clean(raw).pages] == [1, 2] and "first page" in clean(raw).pages[0].text
     (folder / ".zotero-ft-cache").write_text("one block without page breaks")
-    assert len(source.read().pages) == 2  # the PDF instead: it knows the pages
+    raw = source.read()
+    assert raw.pages == ["one block without page breaks"] and not raw.paged  # its pages unknown
+    (folder / ".zotero-ft-cache").write_text(" \n")
+    with pytest.raises(Refused, match="damaged or not a PDF"):  # an empty cache: the PDF's own reason
+        source.read()
 
 
 # ---------------------------------------------------------------- `paperchat ingest x.pdf`

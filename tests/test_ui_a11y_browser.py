@@ -55,12 +55,17 @@ def test_axe_finds_nothing_serious_in_chat_sidebar_and_library(page: Any) -> Non
     assert page.locator("#pc-sources mark.pc-evidence").count() >= 1  # the card's custom HTML is in view
     found = {"chat": severe_violations(page)}
 
-    page.click('#pc-sidebar button[aria-label="Toggle Sidebar"]')
+    toggle = page.locator('#pc-sidebar button[aria-label="Toggle Sidebar"]')
+    assert toggle.get_attribute("aria-expanded") == "false"  # the toggle says the sidebar is closed…
+    assert page.locator(f"#{toggle.get_attribute('aria-controls')}").locator("#pc-conversations").count() == 1
+    toggle.click()
     page.wait_for_selector("#pc-sidebar.open")
+    page.wait_for_selector('#pc-sidebar button[aria-label="Toggle Sidebar"][aria-expanded="true"]')  # …and open
     page.locator("#pc-conversations label").first.wait_for()
     found["sidebar"] = severe_violations(page)
-    page.click('#pc-sidebar button[aria-label="Toggle Sidebar"]')  # closed again: open, it covers the tabs
+    toggle.click()  # closed again: open, it covers the tabs
     page.wait_for_selector("#pc-sidebar:not(.open)")
+    page.wait_for_selector('#pc-sidebar button[aria-label="Toggle Sidebar"][aria-expanded="false"]')
 
     page.click("button[role=tab]:has-text('Library')")
     page.wait_for_selector('#pc-library [data-testid="cell-0-1"]')
@@ -111,9 +116,10 @@ def test_keyboard_only_ask_open_card_export_and_resume(page: Any) -> None:
     info.value.save_as(saved)
     assert QUESTION in saved.read_text()
 
-    focus(page, '#pc-sidebar button[aria-label="Toggle Sidebar"]', back=True)
+    focus(page, '#pc-sidebar button[aria-label="Toggle Sidebar"][aria-expanded="false"]', back=True)
     page.keyboard.press("Enter")
     page.wait_for_selector("#pc-sidebar.open")
+    page.wait_for_selector('#pc-sidebar button[aria-label="Toggle Sidebar"][aria-expanded="true"]')
     page.wait_for_function("document.querySelector('#pc-sidebar').getBoundingClientRect().left >= 0")  # slid in
     focus(page, "#pc-conv-new")
     page.keyboard.press("Enter")  # a new chat: empty, the saved one listed and not chosen

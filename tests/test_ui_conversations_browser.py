@@ -13,6 +13,7 @@ import pytest
 from rag.conversations import LOCAL_OWNER, ConversationStore, owner_for
 from tests.support.servers import free_port
 from tests.test_ui_browser import CHROMIUM, ask, debian_chromium, download, shot
+from ui.logins import hash_password
 
 pytestmark = pytest.mark.browser
 
@@ -29,18 +30,18 @@ class App:
         self.app: Any = None
         self.runtime: Any = None
 
-    def start(self, **launch: Any) -> str:
+    def start(self, users: dict[str, str] | None = None) -> str:
         from rag.config import Settings
         from rag.runtime import Runtime
         from ui.app import SAMPLE_DIR, build_app
         from ui.app import launch as launch_app
         from ui.services import ensure_sample
 
-        settings = Settings(home=self.home, ui={"stream_delay_ms": 0})
+        settings = Settings(home=self.home, ui={"stream_delay_ms": 0, "users": users or {}})
         self.runtime = Runtime(settings, _embedder=self.embedder)
         ensure_sample(self.runtime, SAMPLE_DIR)
         self.app = build_app(self.runtime, settings)
-        launch_app(self.app, settings, block=False, server_port=free_port(), **launch)
+        launch_app(self.app, settings, block=False, server_port=free_port())
         return str(self.app.local_url)
 
     def stop(self) -> None:
@@ -146,7 +147,11 @@ def test_resume_after_reload_and_restart_then_follow_up(served: App, browser: An
 
 
 def test_two_signed_in_users_see_disjoint_sidebars(served: App, browser: Any) -> None:
-    url = served.start(auth=[("ann", "pw-ann"), ("bob", "pw-bob")])
+    # the login users come from the settings (ui.users: name → the hash `paperchat ui-user NAME` prints)
+    url = served.start(users={"ann": hash_password("pw-ann"), "bob": hash_password("pw-bob")})
+    stranger = browser.new_context()  # a wrong password does not sign in
+    assert not stranger.request.post(url.rstrip("/") + "/login", form={"username": "ann", "password": "pw-bob"}).ok
+    stranger.close()
     ann = open_page(browser, url, ("ann", "pw-ann"))
     bob = open_page(browser, url, ("bob", "pw-bob"))
     ask(ann, "What is FedGMT?")

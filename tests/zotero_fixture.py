@@ -454,6 +454,8 @@ class Entry:
     trashed: bool = False
     feed: bool = False
     since: int = 79  # the first schema version that has this item's type and fields
+    file: str = "tides.pdf"  # an attachment's stored file ("storage:<file>" in storage/<key>/)
+    content_type: str = "application/pdf"  # an attachment's
 
 
 ABS = {
@@ -664,7 +666,7 @@ class _Writer:
         elif e.type == "attachment":
             mime = "mimeType" if v < 107 else "contentType"
             c.execute(f"INSERT INTO itemAttachments (itemID, {parent}, linkMode, {mime}, path) "
-                      "VALUES (?, ?, 0, 'application/pdf', 'storage:tides.pdf')", (e.item_id, e.parent))
+                      "VALUES (?, ?, 0, ?, ?)", (e.item_id, e.parent, e.content_type, f"storage:{e.file}"))
             if v < 124:  # Zotero 4/5 annotations: rows on an attachment, not items
                 c.execute("INSERT INTO annotations (itemID, parent, textNode, offset, x, y, cols, rows, text, "
                           "collapsed, dateModified) VALUES (?, 'p', 0, 0, 10, 10, 20, 5, 'see eq. 3', 0, "

@@ -2,9 +2,10 @@
 
 Routes: ``POST /v1/chat/completions`` (OpenAI wire format, streamed as SSE or not), ``GET /v1/models``,
 ``POST /v1/search``, ``GET /v1/papers``, ``GET /v1/papers/{id}``, ``GET /v1/collections``, ``POST /v1/ask`` (the
-``ask --json`` turn), ``GET /v1/stats``, ``GET /healthz``; OpenAPI docs at ``/docs``. Everything goes through
-``ui.library``. Questions and searches can be scoped to a named collection (``collection``, top level or in
-``filters``); an unknown one is a 400 naming the known ones.
+``ask --json`` turn; with ``conversation_id``, a saved conversation's next turn), ``GET /v1/conversations[/{id}]``
+(the caller's saved conversations, ``ui.saved_conversations``), ``GET /v1/stats``, ``GET /healthz``; OpenAPI docs
+at ``/docs``. Everything goes through ``ui.library``. Questions and searches can be scoped to a named collection
+(``collection``, top level or in ``filters``); an unknown one is a 400 naming the known ones.
 
 A chat answer's text keeps its ``[n]`` markers and ends with a references list; the structured turn
 (``Answer.to_dict()``: citations with ``supported``, statements with their ``verdict`` (supported | contradicted |
@@ -32,6 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from functools import partial
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
@@ -46,6 +48,7 @@ from starlette.types import Message as ASGIMessage
 from rag import limits
 from rag.answer import Answer, AnswerLength, AnswerMode
 from rag.config import Settings
+from rag.conversations import owner_for_key
 from rag.errors import (
     BudgetExceeded,
     ConfigError,
@@ -58,6 +61,7 @@ from rag.errors import (
 from rag.index.paper_query import parse_year_range
 from ui import library
 from ui.library import Library
+from ui.saved_conversations import add_routes, ask_saved, turn_with_id
 from ui.services import is_loopback
 
 log = logging.getLogger(__name__)
@@ -233,6 +237,8 @@ class AskRequest(BaseModel):
     length: AnswerLength | None = _length()
     pin: list[str] = Field(default_factory=list, max_length=50, description="paper ids that must be considered")
     exclude: list[str] = Field(default_factory=list, max_length=500, description="paper ids never cited")
+    conversation_id: str | None = Field(None, max_length=64, description="a saved conversation to go on with "
+                                        "(\"new\" starts one): its turns are the history, this turn is saved")
 
 
 class SearchRequest(BaseModel):
@@ -362,6 +368,11 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
                            "(PAPERCHAT_API__MAX_MESSAGES)", code="limit_exceeded", param="messages")
         return [m.model_dump(exclude_none=True) for m in messages]
 
+    def owner(who: str = Depends(caller)) -> str:  # whose saved conversations: the key's (ui.saved_conversations)
+        return owner_for_key(who.removeprefix("key:") if who.startswith("key:") else None)
+
+    add_routes(app, lib, owner, compute)
+
     @app.get("/healthz", tags=["service"])
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
@@ -397,11 +408,18 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     @app.post("/v1/ask", tags=["paperchat"])
-    async def ask(req: AskRequest, _: str = Depends(counted)) -> dict[str, Any]:
-        """One turn, exactly as ``paperchat ask --json`` prints it."""
+    async def ask(req: AskRequest, who: str = Depends(counted)) -> dict[str, Any]:
+        """One turn, exactly as ``paperchat ask --json`` prints it (with ``conversation_id``: saved in it)."""
         history_msgs = check_messages(req.history)
         messages = history_msgs + [{"role": "user", "content": req.question}]
         filters = filters_of(req.filters, req.collection)
+        if req.conversation_id is not None:
+            if history_msgs:
+                raise APIError(400, "give history or conversation_id, not both", param="history")
+            saved, cid = await compute(partial(ask_saved, mode=req.mode, k=req.k, filters=filters, length=req.length,
+                                               pin=req.pin, exclude=req.exclude), lib, owner(who),
+                                       req.conversation_id, req.question)
+            return turn_with_id(saved, cid)
         answer: Answer = await compute(library.ask_messages, lib, messages, req.mode, req.k, filters, req.length,
                                        req.pin, req.exclude)
         return answer.to_dict()

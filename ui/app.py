@@ -13,12 +13,13 @@ import gradio as gr
 from starlette.middleware import Middleware
 
 from rag.config import Settings
-from rag.errors import ConfigError, InputError
+from rag.errors import ConfigError
 from rag.qa.chain import AnswerChain
 from rag.resources import sample_dir
 from rag.runtime import Runtime
 from ui import library, render, services
 from ui.assets import CSS, PAGE_JS
+from ui.logins import login_check
 from ui.services import is_loopback
 from ui.tabs import chat as chat_tab
 from ui.tabs import collections as collections_tab
@@ -41,15 +42,11 @@ def queue_kwargs(settings: Settings) -> dict[str, Any]:
 
 def launch_kwargs(settings: Settings) -> dict[str, Any]:
     """The safe launch defaults, in one place: no share link, loopback bind unless configured, auth from
-    config, upload size and count limits, no tracebacks to the browser, nothing of ``$PAPERCHAT_HOME`` served."""
+    config (``ui.logins``), upload size and count limits, no tracebacks to the browser, nothing of
+    ``$PAPERCHAT_HOME`` served."""
     ui = settings.ui
-    auth = None
-    if ui.username and ui.password:
-        auth = (ui.username, ui.password.get_secret_value())
-    elif ui.username or ui.password:
-        raise InputError("set both PAPERCHAT_UI__USERNAME and PAPERCHAT_UI__PASSWORD for login, or neither")
     return {
-        "share": False, "server_name": ui.host, "server_port": ui.port, "auth": auth,
+        "share": False, "server_name": ui.host, "server_port": ui.port, "auth": login_check(ui),
         "max_file_size": int(settings.limits.upload_mb * 1024 * 1024), "show_error": False,
         "allowed_paths": [], "blocked_paths": [str(settings.home.resolve())], "ssr_mode": False,
         "mcp_server": False, "pwa": False, "enable_monitoring": False, "strict_cors": True,

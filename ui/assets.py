@@ -57,13 +57,31 @@ PAGE_JS = r"""
     for (const icon of document.querySelectorAll('#pc-library th [aria-label]:not([role]):not(input):not(button)'))
       icon.setAttribute('role', 'img');
   };
+  // The conversations sidebar's toggle says whether the sidebar is open (aria-expanded) and what it opens
+  // (aria-controls): Gradio's button has neither. Kept in step with the sidebar's "open" class.
+  let watched = null;
+  const sidebar = () => {
+    const side = document.getElementById('pc-sidebar');
+    const toggle = side ? side.querySelector(':scope > button.toggle-button') : null;
+    const content = side ? side.querySelector(':scope > .sidebar-content') : null;
+    if (!toggle) return;
+    if (content && !content.id) content.id = 'pc-sidebar-content';
+    if (content) toggle.setAttribute('aria-controls', content.id);
+    const open = String(side.classList.contains('open'));
+    if (toggle.getAttribute('aria-expanded') !== open) toggle.setAttribute('aria-expanded', open);
+    if (watched !== side) {
+      watched = side;
+      new MutationObserver(sidebar).observe(side, {attributes: true, attributeFilter: ['class']});
+    }
+  };
   let queued = false;
   new MutationObserver(() => {
     if (queued) return;
     queued = true;
-    requestAnimationFrame(() => { queued = false; fix(); });
+    requestAnimationFrame(() => { queued = false; fix(); sidebar(); });
   }).observe(document.body, {childList: true, subtree: true});
   fix();
+  sidebar();
 }
 """
 

@@ -211,7 +211,7 @@ def card_html(c: Citation, turn: int, open_: bool = False, statements: Sequence[
     body += [statement_html(st) for st in statements]
     says = [st.source_says for st in statements if st.verdict == "supported"]
     if c.passage:  # the answer quotes a full-text passage: it first, with its page and section, then the abstract
-        where = " · ".join(x for x in (page_label(c), c.section or "") if x)
+        where = " · ".join(x for x in (page_label(c) or "page unknown", c.section or "") if x)
         body.append(f'<p class="pc-passage"><span class="pc-page">{inline(where, "html")}</span> '
                     f'{highlighted_abstract(c.passage, c.evidence or "", *says)}</p>')
         body.append(f'<p class="pc-abstract">{highlighted_abstract(c.abstract or "")}</p>')
@@ -307,6 +307,8 @@ def ingest_report_markdown(name: str, report: Any, limit: int = 20) -> str:
     """An upload's outcome: counts, then whole-file errors and skipped records (escaped, at most ``limit``)."""
     counts = (f"added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
               f"duplicates {report.duplicates}, skipped {report.skipped}")
+    if getattr(report, "full_text", 0):
+        counts += f"; full text of {report.full_text} papers ({report.embedded_passages} passages)"
     ok = "&#10060;" if report.failed else ("&#9888;&#65039;" if report.problems else "&#9989;")
     lines = [f"{ok} **{inline(name, 'chat')}**: {inline(counts, 'chat')}"]
     issues = list(report.file_errors) + list(report.problems)

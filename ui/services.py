@@ -35,7 +35,7 @@ from ui.library import store_stats
 log = logging.getLogger(__name__)
 
 Progress = Callable[[float, str], None]
-UPLOAD_SUFFIXES = (".txt", ".bib", ".csv", ".json", ".jsonl", ".ndjson", ".xml", ".atom")
+UPLOAD_SUFFIXES = (".txt", ".bib", ".csv", ".json", ".jsonl", ".ndjson", ".xml", ".atom", ".pdf")
 
 
 def is_loopback(host: str) -> bool:
@@ -236,14 +236,17 @@ def accept_upload(src: Path, uploads: Path, limit_mb: float, original_name: str 
 
 
 def ingest_upload(runtime: Runtime, path: Path, fmt: str | None = None, progress: Progress | None = None,
-                  display_name: str | None = None) -> IngestReport:
-    """Ingest one file in batches, reporting progress; bad records are listed, the rest stored."""
+                  display_name: str | None = None, full_text: bool = False) -> IngestReport:
+    """Ingest one file in batches, reporting progress; bad records are listed, the rest stored. With
+    ``full_text``, a PDF's body is stored too, as passages cited to the page (``ingest --full-text``)."""
     say = progress or (lambda f, m: None)
     shown = display_name or path.name
     report = IngestReport()
     say(0.02, f"reading {shown}")
+    ingest = runtime.settings.ingest
     try:
-        loaded = loaders.load(path, fmt=fmt or None)
+        loaded = loaders.load(path, fmt=fmt or None, max_pdf_pages=ingest.max_pdf_pages,
+                              passage_tokens=ingest.passage_tokens if full_text else 0)
     except InputError as e:
         report.failed = 1
         report.file_errors.append(str(e).replace(str(path), shown))
@@ -258,7 +261,8 @@ def ingest_upload(runtime: Runtime, path: Path, fmt: str | None = None, progress
         say(0.05 + 0.9 * i / max(1, len(papers)), f"embedding papers {i + 1}–{min(len(papers), i + step)} "
                                                    f"of {len(papers)}")
         part = ingestor.ingest_papers(papers[i:i + step])
-        for name in ("added", "updated", "unchanged", "duplicates", "embedded_chunks"):
+        for name in ("added", "updated", "unchanged", "duplicates", "embedded_chunks", "full_text",
+                     "embedded_passages"):
             setattr(report, name, getattr(report, name) + getattr(part, name))
     say(0.97, "updating the keyword index")
     for hook in hooks:

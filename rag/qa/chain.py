@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from langchain_core.runnables import RunnableLambda, RunnableSequence
 
-from rag.answer import Answer, AnswerLength, check_length, filter_phrases
+from rag.answer import Answer, AnswerLength, check_length, filter_phrases, papers_considered
 from rag.config import Settings
 from rag.errors import ConfigError, EmptyLibrary, InputError, UpstreamError
 from rag.index.embeddings import WrappedEmbedder
@@ -193,6 +193,7 @@ class AnswerChain:
         (rag.qa.why)."""
         start = self._start(question, history, k, filters, mode, live)
         start.length = check_length(length)
+        start.k = papers_considered(start.k, start.length, explicit=k is not None)
         start.pin, start.exclude = list(pin), list(exclude)
         state = self.until_text.invoke(start)
         t0 = time.perf_counter()

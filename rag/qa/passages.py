@@ -7,7 +7,8 @@ best sentence: embedding cosine plus idf-weighted term overlap); a passage that 
 becomes the paper's evidence, in ``paper.abstract``, so the generator, the guard and the claim checks read it as
 they read an abstract. One paper is still one hit, cited once. ``cite_pages`` runs after verification: a citation
 whose evidence is a passage gets its pages and section and its markers in the text name the page; every citation
-says whether its paper has full text.
+says whether its paper has full text. A passage whose page is unknown (page 0: a text without page breaks)
+is cited without one, its ``page`` null.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ def cite_pages(text: str, citations: Sequence[Citation], hits: Sequence[PaperHit
         ev = hit.evidence
         if ev is None:
             continue
-        c.page, c.page_end, c.section = ev.ref.page_start, ev.ref.page_end, ev.ref.section or None
-        c.passage, c.abstract = ev.text, hit.abstract or c.abstract
-        paged[c.n] = pages(ev.ref.page_start, ev.ref.page_end)
+        c.section, c.passage, c.abstract = ev.ref.section or None, ev.text, hit.abstract or c.abstract
+        if ev.ref.page_start > 0:  # 0: a text without page breaks (Zotero's cache of it), cited without a page
+            c.page, c.page_end = ev.ref.page_start, ev.ref.page_end
+            paged[c.n] = pages(ev.ref.page_start, ev.ref.page_end)
     if not paged:
         return text
 

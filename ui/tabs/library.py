@@ -36,6 +36,7 @@ class LibraryTab:
     actions: collections.CollectionActions
     upload: gr.File
     fmt: gr.Dropdown
+    full_text: gr.Checkbox
     ingest_btn: gr.Button
     ingest_out: gr.Markdown
 
@@ -69,17 +70,19 @@ def build(ctx: AppContext, cats: list[str], counts: dict[str, int]) -> LibraryTa
     actions = collections.build(counts)
     with gr.Accordion("Add papers", open=True):
         gr.Markdown("Upload a file in any supported format: listing (.txt), arXiv JSONL or Atom, "
-                    f"BibTeX, CSV, JSON or JSONL — up to {ctx.settings.limits.upload_mb:g} MB. "
+                    f"BibTeX, CSV, JSON, JSONL or a PDF — up to {ctx.settings.limits.upload_mb:g} MB. "
                     "Records that cannot be read are listed; the rest are added.")
         with gr.Row(equal_height=False):
             upload = gr.File(label="File", file_types=list(services.UPLOAD_SUFFIXES), type="filepath",
                              elem_id="pc-upload", scale=3, height=150)
             with gr.Column(scale=1, min_width=160):
                 fmt = gr.Dropdown(FORMATS, value="auto", label="Format", elem_id="pc-format")
+                full_text = gr.Checkbox(ctx.settings.ingest.full_text, label="With full text",
+                                        info="a PDF's body too, cited to the page", elem_id="pc-full-text")
                 ingest_btn = gr.Button("Add to library", variant="primary", elem_id="pc-ingest")
         ingest_out = gr.Markdown(elem_id="pc-ingest-report")
     return LibraryTab(stats, text, author, category, collection, year_from, year_to, search_btn, coll_list, table,
-                      actions, upload, fmt, ingest_btn, ingest_out)
+                      actions, upload, fmt, full_text, ingest_btn, ingest_out)
 
 
 # ---- handlers ----------------------------------------------------------------------------------------
@@ -98,9 +101,10 @@ class LibraryHandlers:
             gr.Warning(str(e))
             return gr.skip()
 
-    def add_file(self, path: str | None, fmt_: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
-        """Ingest an uploaded file: (report, table, stats, chat category, library category, header,
-        upload)."""
+    def add_file(self, path: str | None, fmt_: str, full_text: bool = False,
+                 progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+        """Ingest an uploaded file (a PDF's body too with ``full_text``): (report, table, stats, chat category,
+        library category, header, upload)."""
         if not path:
             gr.Warning("Choose a file first.")
             return (gr.skip(),) * 7
@@ -114,7 +118,8 @@ class LibraryHandlers:
         finally:  # the upload now lives under PAPERCHAT_HOME; drop Gradio's served copy
             src.unlink(missing_ok=True)
         report = services.ingest_upload(ctx.runtime, stored, None if fmt_ == "auto" else fmt_,
-                                        lambda f, m: progress(f, desc=m), display_name=name)
+                                        lambda f, m: progress(f, desc=m), display_name=name,
+                                        full_text=bool(full_text))
         choices = services.categories(ctx.runtime)
         rows = ctx.library_rows(PaperQuery())
         return (render.ingest_report_markdown(name, report), rows,
@@ -132,6 +137,6 @@ def wire_search(tab: LibraryTab, handlers: LibraryHandlers) -> None:
 
 
 def wire_ingest(tab: LibraryTab, handlers: LibraryHandlers, chat: ChatTab, head: gr.Markdown) -> None:
-    tab.ingest_btn.click(handlers.add_file, [tab.upload, tab.fmt],
+    tab.ingest_btn.click(handlers.add_file, [tab.upload, tab.fmt, tab.full_text],
                          [tab.ingest_out, tab.table, tab.stats, chat.category, tab.category, head, tab.upload],
                          concurrency_limit=1, concurrency_id="ingest")

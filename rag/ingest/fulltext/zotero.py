@@ -1,10 +1,13 @@
-"""The full text of a Zotero attachment (a ``FullText`` source): Zotero's own extraction when it made one,
-else the PDF.
+"""The full text of a Zotero attachment (a ``FullText`` source): its PDF, else the text Zotero extracted.
 
-Zotero keeps the text it extracted from an attachment in ``storage/<attachment key>/.zotero-ft-cache``, pages
-separated by form feeds. That text is read when present; a cache without page breaks is used only when there
-is no PDF to read instead (its page numbers would be unknown: ``RawText.paged`` is False). The PDF is the
-attachment's stored file ("storage:paper.pdf"), a linked file's full path, or else the one PDF in its folder.
+The PDF is read first: it knows its pages (a citation names the page), the size of its first page's letters
+(the title) and which hyphens end a line, and it is read whole, where Zotero stops indexing at its "maximum
+pages to index" (100 by default). The PDF is the attachment's stored file ("storage:paper.pdf"), a linked
+file's full path, or else the one PDF in its folder. When there is no PDF, or it cannot be read (a scan
+without a text layer, a password, a damaged file, too many pages), Zotero's own extraction in
+``storage/<attachment key>/.zotero-ft-cache`` is read instead: pages split at form feeds when it has them;
+without them it is one block whose page numbers are unknown (``RawText.paged`` is False). An attachment that
+is not a PDF (a web page snapshot) has only that cache.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 from pathlib import Path
 
 from rag.ingest.fulltext.base import RawText, Refused
-from rag.ingest.fulltext.pdf import NO_TEXT_LAYER, PdfText
+from rag.ingest.fulltext.pdf import PdfText
 
 log = logging.getLogger(__name__)
 
@@ -44,25 +47,40 @@ class ZoteroText:
         return found[0] if len(found) == 1 else None
 
     def read(self) -> RawText:
-        cache = self.storage / FT_CACHE
         pdf = self.pdf()
-        if cache.is_file():
-            try:
-                text = cache.read_text(encoding="utf-8", errors="replace")
-            except OSError as e:
-                raise Refused(f"cannot read the file: {e.strerror or e}", where=str(cache)) from None
-            paged = "\f" in text
-            if text.strip() and (paged or pdf is None):
-                pages = text.split("\f")
-                while len(pages) > 1 and not pages[-1].strip():
-                    pages.pop()
-                if len(pages) > self.max_pages:
-                    raise Refused(f"too many pages: {len(pages)}, more than ingest.max_pdf_pages = "
-                                  f"{self.max_pages} (PAPERCHAT_INGEST__MAX_PDF_PAGES)", where=str(cache))
-                return RawText(str(cache), pages, paged=paged)
-            log.debug("%s: %s; reading %s instead", cache, "empty" if not text.strip() else "no page breaks", pdf)
+        refused: Refused | None = None
         if pdf is not None:
-            return PdfText(pdf, self.max_pages).read()
-        if cache.is_file():
-            raise Refused(NO_TEXT_LAYER, where=str(cache))
+            try:
+                return PdfText(pdf, self.max_pages).read()
+            except Refused as e:
+                refused = e
+        cached = self.cache()
+        if cached is not None:
+            if refused is not None:
+                log.info("%s: %s; read Zotero's %s instead", pdf, refused.reason, FT_CACHE)
+            return cached
+        if refused is not None:
+            raise refused
+        if (self.storage / FT_CACHE).is_file():
+            raise Refused(f"Zotero's {FT_CACHE} is empty and there is no PDF", where=str(self.storage / FT_CACHE))
         raise Refused(f"no full text: neither {FT_CACHE} nor a PDF file", where=str(self.storage))
+
+    def cache(self) -> RawText | None:
+        """Zotero's extracted text, or None when there is none (no file, or only white space)."""
+        cache = self.storage / FT_CACHE
+        if not cache.is_file():
+            return None
+        try:
+            text = cache.read_text(encoding="utf-8", errors="replace")
+        except OSError as e:
+            raise Refused(f"cannot read the file: {e.strerror or e}", where=str(cache)) from None
+        if not text.strip():
+            return None
+        paged = "\f" in text
+        pages = text.split("\f")
+        while len(pages) > 1 and not pages[-1].strip():
+            pages.pop()
+        if len(pages) > self.max_pages:
+            raise Refused(f"too many pages: {len(pages)}, more than ingest.max_pdf_pages = {self.max_pages} "
+                          "(PAPERCHAT_INGEST__MAX_PDF_PAGES)", where=str(cache))
+        return RawText(str(cache), pages, paged=paged)

@@ -20,8 +20,13 @@ it never reads as nesting; collections in Zotero's trash are left out. Items wit
 skipped and reported with their title. Ids: ``arxiv:``/``doi:`` when known, else ``zotero:<item key>``;
 a record's line is its ``itemID`` (``zotero.sqlite:123``). Every library in the file (My Library and
 groups) is read; a collection path does not name its library. Each item also lists its attachments
-(``ZoteroItem.attachments``: key, path, content type), whose full text ``rag.ingest.fulltext.zotero`` reads;
-the papers do not depend on them.
+(``ZoteroItem.attachments``: key, path, content type).
+
+Full text on (``ingest --full-text``: ``PASSAGE_TOKENS`` > 0), each item's attachments are read as the item
+is yielded (``rag.ingest.loaders.zotero_ft``: the PDF in ``storage/<key>/``, else Zotero's
+``.zotero-ft-cache``) and its passages ride on the paper; an item without an abstract but with full text is
+no longer skipped: its abstract is taken from that text, and a note says so. An item whose attachments give
+no text keeps its abstract, with a note naming the reason. Full text off, attachments are never opened.
 
 Schemas: fields and item types are looked up by name, never by id. Tested on the userdata schemas 79
 (Zotero 4: names in ``creatorData``, ``sourceItemID``), 107 (Zotero 5) and 124 (Zotero 7: annotation items,
@@ -44,8 +49,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag.errors import InputError
-from rag.ingest.loaders.base import Item
+from rag.ingest.loaders.base import Item, note
 from rag.ingest.loaders.common import is_placeholder, make_paper, problem, split_authors, split_list, squash_spaces
+from rag.ingest.loaders.pdf import MAX_PDF_PAGES, PASSAGE_TOKENS
+from rag.ingest.loaders.zotero_ft import Attachment, read_item
 from rag.records import Paper, clean_arxiv_id, clean_doi
 
 log = logging.getLogger(__name__)
@@ -84,16 +91,6 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "deletedItems": ("itemID",),
 }
 _NAMES = ("firstName", "lastName", "fieldMode")
-
-
-@dataclass(frozen=True)
-class Attachment:
-    """A file attached to an item: its own item key (its folder is ``storage/<key>``), Zotero's path for it
-    ("storage:paper.pdf" for a stored file, a full path for a linked one) and its content type."""
-
-    key: str
-    path: str | None
-    content_type: str | None
 
 
 @dataclass
@@ -376,14 +373,24 @@ def arxiv_of(fields: dict[str, str], doi: str | None) -> str | None:
     return clean_arxiv_id(m.group(1)) if m else None
 
 
-def item_record(db: Path, item: ZoteroItem) -> Item:
-    """One regular item → ``Paper`` (with its collection paths), or a ``RecordProblem`` naming its title."""
+def item_record(db: Path, item: ZoteroItem, budget: int = 0) -> Item:
+    """One regular item → ``Paper`` (with its collection paths), or a ``RecordProblem`` naming its title. With
+    ``budget`` (full text on: the largest passage, in tokens), the paper carries the passages of its
+    attachments' text, and an item without an abstract takes one from that text (noted)."""
     f = item.fields
     title = _first(f, _TITLE)
+    named = f"{squash_spaces(title or 'untitled')!r}, Zotero item {item.key}"
+    text, why = read_item(db.parent, item.attachments, MAX_PDF_PAGES.get(), budget) if budget else (None, "")
     abstract = f.get("abstractNote")
     if abstract is None or not abstract.strip() or is_placeholder(abstract):
-        return problem(db, item.item_id,
-                       f"no abstract: {squash_spaces(title or 'untitled')!r} (Zotero item {item.key})")
+        if text is None or not text.abstract.strip():
+            missing = f"; no full text either: {why}" if why else ""
+            return problem(db, item.item_id, f"no abstract: {squash_spaces(title or 'untitled')!r} "
+                                             f"(Zotero item {item.key}){missing}")
+        abstract = text.abstract
+        note(db, item.item_id, f"no abstract in Zotero, taken from the full text ({named}): {text.abstract_source}")
+    elif why:
+        note(db, item.item_id, f"full text not read, abstract only ({named}): {why}")
     authors = [n for n, kind in item.creators if kind == "author"] or [n for n, _ in item.creators]
     extra_doi = _EXTRA_DOI.search(f.get("extra") or "")
     doi = clean_doi(f.get("DOI")) or clean_doi(extra_doi.group(1) if extra_doi else None)
@@ -392,6 +399,8 @@ def item_record(db: Path, item: ZoteroItem) -> Item:
                        url=f.get("url"), doi=doi, arxiv_id=arxiv_of(f, doi), kind="zotero", own_id=item.key)
     if isinstance(paper, Paper):
         paper.collections = list(item.collections)
+        if text is not None:
+            paper.passages = text.passages
     return paper
 
 
@@ -410,4 +419,5 @@ class ZoteroLoader:
         ``itemID`` order."""
         db = library_file(path)
         items = read_library(db)
-        return (item_record(db, it) for it in items)
+        budget = PASSAGE_TOKENS.get()  # full text on: each item's attachments are read as it is yielded
+        return (item_record(db, it, budget) for it in items)

@@ -63,6 +63,7 @@ class LLMGenerator:
 
     mode: AnswerMode = "llm"
     BRIEF_PAPERS = 3  # papers in context for a brief answer (rag.answer.AnswerLength)
+    BRIEF_TOKENS = 250  # most tokens a brief answer (2-3 sentences) may take, within llm.max_tokens
 
     def __init__(self, cfg: LLMSettings, limits: LimitSettings | None = None) -> None:
         if not cfg.base_url:
@@ -83,14 +84,24 @@ class LLMGenerator:
                                                       temperature=self.cfg.temperature)
             return self._chat
 
+    def max_tokens(self, length: str) -> int:
+        """The answer's token cap at a length: a brief one's is ``BRIEF_TOKENS`` (a model that ignores rule 5
+        cannot ramble), the others' ``llm.max_tokens``."""
+        return min(self.cfg.max_tokens, self.BRIEF_TOKENS) if length == "brief" else self.cfg.max_tokens
+
+    def model(self, length: str) -> Any:
+        """The chat model as called for an answer of ``length`` (its token cap bound)."""
+        cap = self.max_tokens(length)
+        return self.chat if cap == self.cfg.max_tokens else self.chat.bind(max_completion_tokens=cap)
+
     def chain(self, length: str = "normal") -> Any:
         """prompt | chat model | text — the LCEL piece that writes the answer (rule 5 of the system prompt says
-        how long: ``rag.qa.prompts.system_prompt``)."""
+        how long: ``rag.qa.prompts.system_prompt``; a brief answer's tokens are capped: ``max_tokens``)."""
         from langchain_core.output_parsers import StrOutputParser
         from langchain_core.prompts import ChatPromptTemplate
 
         prompt = ChatPromptTemplate.from_messages([("system", system_prompt(length)), ("human", USER_TEMPLATE)])
-        return prompt | self.chat | StrOutputParser()
+        return prompt | self.model(length) | StrOutputParser()
 
     def prepare(self, inp: GenerationInput) -> tuple[dict[str, str], list[PaperHit], list[str]]:
         """Prompt variables, the sources actually sent (numbered 1..n; a brief answer's first ``BRIEF_PAPERS``),
@@ -99,7 +110,7 @@ class LLMGenerator:
         block, kept, notes = fit_sources(hits, self.cfg.context_tokens)
         question = neutralise(inp.question)
         check_request_tokens([system_prompt(inp.length), USER_TEMPLATE.format(sources=block, question=question)],
-                             self.cfg.max_tokens, self.limits)
+                             self.max_tokens(inp.length), self.limits)
         return {"sources": block, "question": question}, kept, notes
 
     @property
@@ -120,7 +131,7 @@ class LLMGenerator:
             return
         variables, kept, notes = self.prepare(inp)
         chain = self.chain(inp.length)
-        prompt, parser = chain.first, chain.last
+        prompt, model, parser = chain.first, chain.middle[0], chain.last
         parts: list[str] = []
         deadline = time.monotonic() + self.budget_s
         attempt = 0
@@ -130,7 +141,7 @@ class LLMGenerator:
                 if _stream:
                     # The prompt is formatted here and the model streamed on its own: closing a whole LCEL
                     # sequence's stream early reads the rest of the response first (~1 s per 7 tokens here).
-                    chunks = self.chat.stream(prompt.invoke(variables))
+                    chunks = model.stream(prompt.invoke(variables))
                     try:
                         for chunk in chunks:
                             piece = parser.invoke(chunk)
