@@ -11,6 +11,7 @@ from rag.index.collections import Collections
 from rag.index.embed_cache import CachedEmbedder
 from rag.index.embeddings import Embedder, export_fast_encoder, make_embedder, scoring_embedder
 from rag.index.lexical import LexicalIndex
+from rag.index.passage_lexical import PassageIndex
 from rag.index.store import ChromaStore
 from rag.ingest.pipeline import Ingestor
 from rag.qa.retrieval import RetrievalMode, Retriever
@@ -103,7 +104,8 @@ class Runtime:
 
     def index_hooks(self) -> list[Callable[[ChromaStore], None]]:
         """Derived indexes kept in sync by ingest, through the same path as the vectors."""
-        return [lambda store: self.lexical.sync(store)]
+        return [lambda store: self.lexical.sync(store),
+                lambda store: PassageIndex.of(self.lexical).sync(store, self.lexical.state)]
 
     def export_encoder(self) -> None:
         """After an ingest: write the encoder's ONNX export if it has none (``rag.index.onnx_bert``), so processes

@@ -10,7 +10,7 @@ store as an argument and going through its connection handling.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rag.index import rows
@@ -28,20 +28,31 @@ def stored_versions(store: ChromaStore) -> dict[str, str]:
     rows (a write in progress, or a crash the next ingest repairs) maps to its largest key, so every reader of
     the same store picks the same one."""
     out: dict[str, str] = {}
+    for cid in _all_ids(store):
+        key, index = cid.rsplit("#", 1)
+        if index != "0":
+            continue
+        pid = rows.paper_of_chunk(cid)
+        if key > out.get(pid, ""):
+            out[pid] = key
+    return out
+
+
+def passage_ids(store: ChromaStore) -> set[str]:
+    """The ids of every full-text passage row (``<paper_id>#<text_hash>#p<i>``), from the ids alone."""
+    return {cid for cid in _all_ids(store) if cid.rsplit("#", 1)[-1].startswith("p")}
+
+
+def _all_ids(store: ChromaStore) -> Iterator[str]:
+    """Every row id of the store, in large pages, through the store's reconnect-then-raise handling."""
     store._reconnect_if_lost()  # the same reconnect-then-raise handling as the store's own calls
     try:
         offset = 0
         while True:
             res = store.chroma_collection.get(include=[], limit=PAGE, offset=offset)
-            for cid in res["ids"]:
-                key, index = cid.rsplit("#", 1)
-                if index != "0":
-                    continue
-                pid = rows.paper_of_chunk(cid)
-                if key > out.get(pid, ""):
-                    out[pid] = key
+            yield from res["ids"]
             if len(res["ids"]) < PAGE:
-                return out
+                return
             offset += PAGE
     except Exception as e:
         store._raise_lost(e)
