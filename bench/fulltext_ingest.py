@@ -56,7 +56,7 @@ def body_hits(rt: object) -> tuple[int, list[str]]:
     found, missed = 0, []
     for question, prefix, pages in BODY_QUESTIONS:
         hits = retriever.search(question, k=3).hits
-        ok = any(Path((h.paper.source or "").rsplit(":", 1)[0]).name.startswith(prefix) and any(
+        ok = any(Path((h.paper.origin or "").rsplit(":", 1)[0]).name.startswith(prefix) and any(
             pages & set(range(p.ref.page_start, p.ref.page_end + 1)) for p in h.passages) for h in hits)
         found += ok
         if not ok:
