@@ -66,6 +66,9 @@ async def _stdio_session(home: dict[str, Any]) -> None:
         tools = {t.name: t for t in listed.tools}
         assert set(tools) == TOOLS  # read-only: no ingest tool unless mcp.allow_ingest
         assert all(len(t.description or "") > 80 for t in tools.values())
+        # every tool but ask_papers only reads; ask_papers saves the turn (it changes nothing in the library)
+        writes = {name for name, t in tools.items() if not (t.annotations and t.annotations.read_only_hint)}
+        assert writes == {"ask_papers"} and tools["ask_papers"].annotations.destructive_hint is False
 
         answer = _data(await client.call_tool("ask_papers", {"question": "What does EPPO penalize?"}))
         assert answer["answerable"] and answer["citations"] and "[1]" in answer["answer"]

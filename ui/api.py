@@ -104,6 +104,40 @@ def error_body(message: str, type_: str, code: str | None = None, param: str | N
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
+class ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorBody(BaseModel):
+    """Every error's body, as OpenAI's API sends it: ``{"error": {message, type, param, code}}``."""
+    error: ErrorDetail
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, with each operation's 422 answered by ``ErrorBody`` (what ``_invalid`` sends) in
+    place of FastAPI's own validation-error shape, which this API never returns."""
+    if app.openapi_schema is None:
+        from fastapi.openapi.utils import get_openapi
+
+        doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        body = ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(body.pop("$defs", {}), ErrorBody=body)
+        for operations in doc.get("paths", {}).values():
+            for op in operations.values():
+                if "422" in op.get("responses", {}):
+                    op["responses"]["422"] = {"description": "Invalid request: the error names the field",
+                                              "content": {"application/json": {
+                                                  "schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+        app.openapi_schema = doc
+    return app.openapi_schema
+
+
 def _error(status: int, message: str, type_: str, code: str | None = None, param: str | None = None,
            headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(error_body(message, type_, code, param), status_code=status, headers=headers)
@@ -465,6 +499,7 @@ def create_app(lib: Library, settings: Settings | None = None) -> FastAPI:
         result: dict[str, Any] = await compute(library.stats, lib)
         return result
 
+    app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app
 
 

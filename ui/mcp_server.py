@@ -299,7 +299,8 @@ def _conversation_tools(server: Any, tools: PaperTools, read_only: Any) -> None:
 
 
 def build_server(tools: PaperTools, warm: bool = True) -> Any:
-    """The MCP server over ``tools``: the eight read-only tools, ingest when enabled, and paper resources;
+    """The MCP server over ``tools``: the eight tools (read-only but ``ask_papers``, which saves the turn in a
+    conversation), ingest when enabled, and paper resources;
     ``warm``: load the library in the background as soon as a client connects."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.resources import ResourceSecurity
@@ -316,6 +317,9 @@ def build_server(tools: PaperTools, warm: bool = True) -> Any:
 
     server: Any = MCPServer("paperchat", instructions=INSTRUCTIONS, log_level="WARNING", lifespan=warm_on_start)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    # ask_papers saves each turn in the caller's conversations (nothing in the library changes, nothing is lost)
+    saves_turn = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                 open_world_hint=False)
 
     @server.tool(annotations=read_only)
     def search_papers(query: str, author: str | None = None, category: str | None = None,
@@ -330,7 +334,7 @@ def build_server(tools: PaperTools, warm: bool = True) -> Any:
         return _call(tools.search, query, author=author, category=category, year_from=year_from,
                      year_to=year_to, k=k, collection=collection)
 
-    @server.tool(annotations=read_only)
+    @server.tool(annotations=saves_turn)
     def ask_papers(question: str, author: str | None = None, category: str | None = None,
                    year_from: int | None = None, year_to: int | None = None,
                    paper_ids: list[str] | None = None, k: int | None = None,

@@ -94,14 +94,20 @@ class LLMGenerator:
         cap = self.max_tokens(length)
         return self.chat if cap == self.cfg.max_tokens else self.chat.bind(max_completion_tokens=cap)
 
-    def chain(self, length: str = "normal") -> Any:
-        """prompt | chat model | text — the LCEL piece that writes the answer (rule 5 of the system prompt says
-        how long: ``rag.qa.prompts.system_prompt``; a brief answer's tokens are capped: ``max_tokens``)."""
+    def links(self, length: str = "normal") -> tuple[Any, Any, Any]:
+        """The three links of ``chain``: the prompt, the chat model as called at ``length``, and the text parser
+        (``stream`` drives the model on its own, so it needs them apart)."""
         from langchain_core.output_parsers import StrOutputParser
         from langchain_core.prompts import ChatPromptTemplate
 
         prompt = ChatPromptTemplate.from_messages([("system", system_prompt(length)), ("human", USER_TEMPLATE)])
-        return prompt | self.model(length) | StrOutputParser()
+        return prompt, self.model(length), StrOutputParser()
+
+    def chain(self, length: str = "normal") -> Any:
+        """prompt | chat model | text — the LCEL piece that writes the answer (rule 5 of the system prompt says
+        how long: ``rag.qa.prompts.system_prompt``; a brief answer's tokens are capped: ``max_tokens``)."""
+        prompt, model, parser = self.links(length)
+        return prompt | model | parser
 
     def prepare(self, inp: GenerationInput) -> tuple[dict[str, str], list[PaperHit], list[str]]:
         """Prompt variables, the sources actually sent (numbered 1..n; a brief answer's first ``BRIEF_PAPERS``),
@@ -130,8 +136,8 @@ class LLMGenerator:
             yield Generation(CANNOT_ANSWER, [], answerable=False)
             return
         variables, kept, notes = self.prepare(inp)
-        chain = self.chain(inp.length)
-        prompt, model, parser = chain.first, chain.middle[0], chain.last
+        prompt, model, parser = self.links(inp.length)
+        chain = prompt | model | parser
         parts: list[str] = []
         deadline = time.monotonic() + self.budget_s
         attempt = 0
