@@ -62,7 +62,7 @@ def stores(embedder, library: Path, tmp_path_factory: pytest.TempPathFactory) ->
     plain.close()
     status, out = _cli(home, embedder, "ingest", "--full-text", "--json", str(library))
     assert status == 0, out
-    yield {"home": home, "before": before, "report": json.loads(out)}
+    yield {"home": home, "before": before, "report": json.loads(out), "library": library}
 
 
 def _check(answer: dict[str, Any], key: str, says: str, page: int | None) -> dict[str, Any]:
@@ -203,3 +203,26 @@ def test_an_item_without_an_abstract_takes_one_from_zoteros_cache(library: Path,
     assert ppcoin.abstract.startswith("A peer-to-peer crypto-currency design") and "1 cent" not in ppcoin.abstract
     assert [(p.page_start, p.page_end, p.section) for p in ppcoin.passages] == [(0, 0, "Introduction")]
     assert any(n.reason.endswith("Zotero item PPCN0002): the Abstract section of the text") for n in noted), noted
+
+
+def test_ingest_without_full_text_again_keeps_the_paper_only_full_text_gave(stores, embedder, tmp_path: Path) -> None:
+    """PPCoin has no abstract in Zotero: it is stored only because --full-text read its PDF. Ingesting the library
+    again without --full-text skips the item, as a plain ingest does, and removes nothing: the paper, its
+    passages and its membership of the Zotero collection it is in stay (issue 31: full text off again removes
+    nothing the user did not ask to remove)."""
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(stores["home"], home)
+    status, out = _cli(home, embedder, "collection", "list", "--json")
+    assert status == 0 and {"name": "Reading list", "papers": 1} in json.loads(out), out
+    status, out = _cli(home, embedder, "ingest", "--json", str(stores["library"]))
+    report = json.loads(out)
+    assert status == 0 and (report["skipped"], report["unchanged"], report["uncollected"]) == (1, 3, 0), report
+    status, out = _cli(home, embedder, "collection", "list", "--json")
+    assert {"name": "Reading list", "papers": 1} in json.loads(out), out
+    _, key, says, page = QUESTIONS[1]
+    status, out = _cli(home, embedder, "ask", "--json", "--collection", "Reading list", QUESTIONS[1][0])
+    assert status == 0, out
+    _check(json.loads(out), key, says, page)
+

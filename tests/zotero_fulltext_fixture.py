@@ -76,7 +76,7 @@ ENTRIES = [
            ("Piotr", "Bojanowski", 0, "author"), ("Tomas", "Mikolov", 0, "author")], [("NLP", 0)]),
     Entry(2, PPCOIN, "report",
           {"title": "PPCoin: Peer-to-Peer Crypto-Currency with Proof-of-Stake", "date": "2012-08-19 2012-08-19"},
-          [("Sunny", "King", 0, "author"), ("Scott", "Nadal", 0, "author")]),
+          [("Sunny", "King", 0, "author"), ("Scott", "Nadal", 0, "author")], collections=[6]),
     Entry(3, COUNTING, "journalArticle",
           {"title": "Probabilistic counting algorithms for data base applications", "abstractNote": COUNTING_ABSTRACT,
            "date": "1985-10-01 1985-10-01", "DOI": "10.1016/0022-0000(85)90041-8",

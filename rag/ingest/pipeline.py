@@ -232,6 +232,7 @@ class Ingestor:
         try:
             for item in items:
                 if isinstance(item, RecordProblem):
+                    self._keep_placed(item)
                     report.skipped += 1
                     report.problems.append(str(item))
                     report.skipped_records.append(item)
@@ -248,6 +249,14 @@ class Ingestor:
                 bar.update(len(batch))
         finally:
             bar.close()
+
+    def _keep_placed(self, skipped: RecordProblem) -> None:
+        """A record skipped now whose paper is stored (a Zotero item without an abstract, stored before from its
+        full text) keeps the memberships its file names: only what the user removed there leaves a collection."""
+        if skipped.keeps is not None:
+            pid, names = skipped.keeps
+            if names and present(self.store, [pid]):
+                self._placed.append((pid, list(names)))
 
     def _dedupe(self, batch: list[Paper], report: IngestReport) -> list[Paper]:
         """Drop papers seen earlier in this run or already stored under another id."""

@@ -21,6 +21,9 @@ class RecordProblem:
     file: str
     line: int
     reason: str
+    # a record skipped now whose paper an earlier run may have stored (a Zotero item without an abstract, stored
+    # from its full text): (paper id, collections it names), so that paper keeps its synced memberships
+    keeps: tuple[str, tuple[str, ...]] | None = None
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.reason}"

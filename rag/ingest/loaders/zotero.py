@@ -45,7 +45,7 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rag.errors import InputError
@@ -53,7 +53,7 @@ from rag.ingest.loaders.base import Item, note
 from rag.ingest.loaders.common import is_placeholder, make_paper, problem, split_authors, split_list, squash_spaces
 from rag.ingest.loaders.pdf import MAX_PDF_PAGES, PASSAGE_TOKENS
 from rag.ingest.loaders.zotero_ft import Attachment, read_item
-from rag.records import Paper, clean_arxiv_id, clean_doi
+from rag.records import Paper, assign_id, clean_arxiv_id, clean_doi
 
 log = logging.getLogger(__name__)
 
@@ -382,18 +382,21 @@ def item_record(db: Path, item: ZoteroItem, budget: int = 0) -> Item:
     named = f"{squash_spaces(title or 'untitled')!r}, Zotero item {item.key}"
     text, why = read_item(db.parent, item.attachments, MAX_PDF_PAGES.get(), budget) if budget else (None, "")
     abstract = f.get("abstractNote")
+    extra_doi = _EXTRA_DOI.search(f.get("extra") or "")
+    doi = clean_doi(f.get("DOI")) or clean_doi(extra_doi.group(1) if extra_doi else None)
     if abstract is None or not abstract.strip() or is_placeholder(abstract):
         if text is None or not text.abstract.strip():
             missing = f"; no full text either: {why}" if why else ""
-            return problem(db, item.item_id, f"no abstract: {squash_spaces(title or 'untitled')!r} "
-                                             f"(Zotero item {item.key}){missing}")
+            # stored by an earlier run with its full text? then it stays, and in its collections
+            pid = assign_id("zotero", item.key, doi=doi, arxiv_id=arxiv_of(f, doi), abstract="")
+            return replace(problem(db, item.item_id, f"no abstract: {squash_spaces(title or 'untitled')!r} "
+                                                     f"(Zotero item {item.key}){missing}"),
+                           keeps=(pid, tuple(item.collections)))
         abstract = text.abstract
         note(db, item.item_id, f"no abstract in Zotero, taken from the full text ({named}): {text.abstract_origin}")
     elif why:
         note(db, item.item_id, f"full text not read, abstract only ({named}): {why}")
     authors = [n for n, kind in item.creators if kind == "author"] or [n for n, _ in item.creators]
-    extra_doi = _EXTRA_DOI.search(f.get("extra") or "")
-    doi = clean_doi(f.get("DOI")) or clean_doi(extra_doi.group(1) if extra_doi else None)
     paper = make_paper(db, item.item_id, abstract=abstract, title=title, authors=split_authors(authors),
                        categories=split_list(item.tags), year=_first(f, _DATE), venue=_first(f, _VENUE),
                        url=f.get("url"), doi=doi, arxiv_id=arxiv_of(f, doi), kind="zotero", own_id=item.key)
