@@ -423,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--strict", action="store_true", help="any bad record aborts its file with nothing stored")
     ing.add_argument("--full-text", action="store_true",
                      help="also store each PDF's body (a Zotero item's PDF, else Zotero's extracted text) as "
-                          "passages cited to the page (ingest.full_text; ~40 more vectors per paper); without it, "
+                          "passages cited to the page (ingest.full_text; ~4 more vectors a page); without it, "
                           "stored passages are kept")
     ing.add_argument("--rebuild", action="store_true", help="drop the collection first (e.g. after changing model)")
     ing.add_argument("--json", action="store_true", help="print the summary as one JSON object")

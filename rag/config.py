@@ -181,7 +181,7 @@ class IngestSettings(BaseModel):
     max_pdf_pages: int = Field(500, ge=1, le=100_000, description="a PDF with more pages is refused with its "
                                "reason (a book or a proceedings volume, not a paper); the rest of the run goes on")
     full_text: bool = Field(False, description="also store each PDF's full text as passages beside its abstract "
-                            "(`ingest --full-text`), so answers can cite a page; costs ~40 more vectors per paper")
+                            "(`ingest --full-text`), so answers can cite a page; costs ~4 more vectors a page")
     passage_tokens: int = Field(200, ge=50, le=1000, description="largest full-text passage, in cl100k tokens")
 
 

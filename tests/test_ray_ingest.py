@@ -94,6 +94,23 @@ def _assert_same_rows(got: dict[str, Any], want: dict[str, Any]) -> None:
     assert all(got[c][1] == want[c][1] and got[c][2] == want[c][2] for c in want)
 
 
+def _split_floats(value: Any) -> tuple[Any, list[float]]:
+    """``value`` with each float replaced by a placeholder, and those floats in order."""
+    nums: list[float] = []
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, float):
+            nums.append(v)
+            return "<float>"
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(value), nums
+
+
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample corpus ingested by one process, into the collection 'Sample'."""
@@ -119,10 +136,12 @@ def test_a_ray_ingest_stores_what_a_plain_ingest_stores(ray_cluster: str, plain:
     got, want = (_json_lines(_run(h, "ask", "--json", "--batch", str(questions))) for h in (home, plain))
     assert len(got) == len(QUESTIONS) == len(want)
     for a, b in zip(got, want):
-        assert {k: v for k, v in a.items() if k not in ("timings", "retrieved")} == \
-               {k: v for k, v in b.items() if k not in ("timings", "retrieved")}
-        assert [r["paper_id"] for r in a["retrieved"]] == [r["paper_id"] for r in b["retrieved"]]
-        assert np.allclose([r["score"] for r in a["retrieved"]], [r["score"] for r in b["retrieved"]], atol=1e-4)
+        # vectors agree within 1e-5 (the workers batch texts differently), so scores may differ in the last
+        # printed digit: every number within 1e-4, every other field exact
+        (shape_a, nums_a), (shape_b, nums_b) = (_split_floats({k: v for k, v in x.items() if k != "timings"})
+                                                for x in (a, b))
+        assert shape_a == shape_b
+        assert np.allclose(nums_a, nums_b, atol=1e-4)
     assert all(a["citations"] for a in got[:2])  # real answers, not two identical refusals
 
     # Re-run: nothing to embed, so no pipeline starts; the counts stay exact.
