@@ -150,6 +150,26 @@ def test_a_ray_ingest_stores_what_a_plain_ingest_stores(ray_cluster: str, plain:
     assert _stats(home) == _stats(plain)
 
 
+def test_a_ray_ingest_with_full_text_stores_the_passages_a_plain_ingest_stores(ray_cluster: str,
+                                                                               tmp_path: Path) -> None:
+    """A PDF ingested with --full-text on the cluster: its abstract chunk embedded by a worker, its passages on
+    the driver, the same rows as a plain ingest; the body-only fact is found with its page."""
+    from tests.gfs_fixture import write_gfs
+
+    pdf = write_gfs(tmp_path / "gfs.pdf")
+    small = {"PAPERCHAT_INGEST__PASSAGE_TOKENS": "60"}  # several passages from three short pages
+    homes = {"plain": tmp_path / "plain", "ray": tmp_path / "ray"}
+    reports = {name: json.loads(_run(home, "ingest", "--json", "--full-text", *(["--ray", ray_cluster] if name == "ray"
+                                     else []), str(pdf), **small)) for name, home in homes.items()}
+    assert reports["ray"]["full_text"] == reports["plain"]["full_text"] == 1, reports
+    assert reports["ray"]["embedded_passages"] == reports["plain"]["embedded_passages"] >= 2, reports
+    got, want = _rows(homes["ray"]), _rows(homes["plain"])
+    assert len(got) == 1 + reports["plain"]["embedded_passages"]
+    _assert_same_rows(got, want)
+    answer = json.loads(_run(homes["ray"], "ask", "--json", "What chunk size does the Google File System use?"))
+    assert "64 MB" in answer["answer"] and answer["citations"][0]["page"] == 3, answer["answer"]
+
+
 def test_a_killed_ray_ingest_resumes_to_exact_counts(ray_cluster: str, plain: Path, tmp_path: Path,
                                                     chroma_server: int) -> None:
     """The driver is SIGKILLed after its second written batch (4 papers each), writing to a `chroma run` server;

@@ -10,8 +10,9 @@ loading the model once and calling :func:`~rag.ingest.pipeline.paper_rows`, the 
 single-process ingest uses. The rows stream back to the driver, which writes them through its
 ``ChromaStore`` (embedded, or a Chroma server) in batches: a paper's new version before its old chunks are
 deleted, the store generation bumped before the first write, a file's collections once all its papers are
-written, and the lexical index synced at the end. A job killed at any point and run again ends with the
-papers, chunk ids and vectors a single-process ingest of the same files gives.
+written, and the lexical index synced at the end. Full-text passages (``--full-text``) are embedded on the driver,
+as a plain ingest does, once their paper's abstract rows are written. A job killed at any point and run again ends
+with the papers, chunk ids and vectors a single-process ingest of the same files gives.
 
 Ray is imported here only, and only when a Ray ingest runs: a plain install does not need it.
 """
@@ -215,6 +216,7 @@ class RayIngestor(Ingestor):
         self._unwritten: set[str] = set()  # papers sent to the workers whose rows have not been written yet
         self._file_ids: set[str] = set()  # papers of the current file sent to the workers
         self._pending: list[_PendingFile] = []
+        self._with_passages: list[Paper] = []  # records whose passages wait for their paper's rows to be written
         if self.sentence_vectors:
             log.warning("ingest.sentence_vectors is not applied by a Ray ingest: answers embed sentences on first use")
             self.sentence_vectors = False
@@ -225,7 +227,7 @@ class RayIngestor(Ingestor):
         return cls(base.store, base.embedder, settings, address, max_chunk_tokens=base.max_tokens,
                    overlap=base.overlap, on_change=base.on_change, progress=base.progress,
                    batch_papers=base.batch_papers, abstract_chars=base.abstract_chars,
-                   max_pdf_pages=base.max_pdf_pages,
+                   max_pdf_pages=base.max_pdf_pages, passage_tokens=base.passage_tokens,
                    sentence_vectors=base.sentence_vectors)
 
     # ---- the run --------------------------------------------------------------------------------------
@@ -269,6 +271,7 @@ class RayIngestor(Ingestor):
                 self._before_first_write()
                 self.store.delete(repaired)
             self._unwritten |= writing
+            self._with_passages.extend(p for p in batch if p.passages)
         self._placed.extend(plan.placed)
         self._file_ids |= writing
         log.info("batch planned: %d papers to embed, %d stale chunks deleted", len(plan.to_write), len(repaired))
@@ -294,8 +297,14 @@ class RayIngestor(Ingestor):
         self._collect_ready(report)
 
     def _collect_ready(self, report: IngestReport) -> None:
-        """Collections of the files whose papers are all written, in file order."""
+        """Passages of the papers now written, then the collections of the files whose papers are all written,
+        in file order."""
         with self._lock:
+            ready = [p for p in self._with_passages if self._canon.get(p.id, p.id) not in self._unwritten]
+            if ready:
+                self._with_passages = [p for p in self._with_passages
+                                       if self._canon.get(p.id, p.id) in self._unwritten]
+                self._write_passages(ready, report)
             while self._pending and self._pending[0].ids.isdisjoint(self._unwritten):
                 f = self._pending.pop(0)
                 self._collect(report, f.collection, f.origin, f.placed)
@@ -422,6 +431,7 @@ class RayIngestor(Ingestor):
         self._stale.clear()
         self._unwritten.clear()
         self._pending.clear()
+        self._with_passages.clear()
 
 
 def _cause(e: BaseException) -> BaseException:
