@@ -226,3 +226,35 @@ def test_a_recent_state_check_is_reused_only_when_asked(sample_rt, monkeypatch) 
     lex.invalidate()
     lex.sync(store, recheck_after_s=60)  # nothing loaded: always checks (and reloads)
     assert calls == [1, 1] and len(lex) == 40
+
+
+def test_papers_are_read_by_their_chunk_0_and_one_rewritten_since_by_its_id(make_runtime, tmp_path,
+                                                                            monkeypatch) -> None:
+    """The retriever reads its hits' papers by the chunk-0 ids its BM25 index holds (one row each, not every
+    passage of the paper); a paper rewritten since the index synced (by another writer) is still read, new
+    version."""
+    def papers(path, abstract_x1: str):
+        path.write_text(json.dumps({"id": "x1", "title": "Quokka counts", "abstract": abstract_x1}) + "\n"
+                        + json.dumps({"id": "x2", "title": "Wombat burrows",
+                                      "abstract": "We map wombat burrows with ground radar."}) + "\n")
+        return path
+
+    rt = make_runtime()
+    rt.ingestor(progress=False).ingest([papers(tmp_path / "a.jsonl", "We count quokkas with drones.")])
+    retriever = rt.retriever()
+    rt.lexical.sync(rt.store)
+    ids = rt.store.paper_ids()
+    first = rt.lexical.first_chunks([*ids, "nope"])
+    assert sorted(first) == sorted(ids) and all(c.endswith("#0") for c in first.values())
+    by_title = {p.title: p.id for p in rt.store.papers_at(list(first.values()))}
+    assert set(by_title) == {"Quokka counts", "Wombat burrows"}
+    assert [p.id for p in retriever.read_papers([by_title["Wombat burrows"], "nope", by_title["Quokka counts"]])] \
+        == [by_title["Wombat burrows"], by_title["Quokka counts"]]
+
+    report = rt.ingestor(progress=False).ingest([papers(tmp_path / "b.jsonl", "We count quokkas from kayaks.")])
+    assert report.updated == 1, report
+    quokka = by_title["Quokka counts"]
+    assert rt.store.papers_at([first[quokka]]) == []  # that version is gone
+    # an index that has not synced since (another process wrote) still names the old chunk 0
+    monkeypatch.setattr(rt.lexical, "first_chunks", lambda pids: {p: first[p] for p in pids if p in first})
+    assert [p.abstract for p in retriever.read_papers([quokka])] == ["We count quokkas from kayaks."]

@@ -108,6 +108,15 @@ class LexicalIndex:
     def __len__(self) -> int:
         return self._bm25.n if self._bm25 is not None else 0
 
+    def first_chunks(self, paper_ids: Iterable[str]) -> dict[str, str]:
+        """paper id → id of the chunk-0 row the index read it from, for the indexed papers among ``paper_ids``
+        (a row read by id is one lookup; by paper id, Chroma reads every chunk of the paper, passages included).
+        A paper rewritten since the last sync has another chunk 0: reading this one then finds nothing."""
+        view = self._bm25
+        if view is None:
+            return {}
+        return {p: f"{view.keys[view.pos[p]]}#0" for p in paper_ids if p in view.pos}
+
     @property
     def state(self) -> tuple[int, int]:
         """The store (generation, chunk count) the loaded index matches."""

@@ -66,6 +66,8 @@ class IndexView:
         order = sorted(live_slots.tolist(), key=slot_pids.__getitem__)
         self.view = np.array(order, dtype=np.int64)  # position → slot
         self.paper_ids: list[str] = [slot_pids[s] for s in order]
+        slot_keys = [k for s in segments for k in s.keys]
+        self.keys: list[str] = [slot_keys[s] for s in order]  # position → version key ``paper_id#content_hash``
         self.slot_to_pos = np.full(n_slots, -1, dtype=np.int64)
         self.slot_to_pos[self.view] = np.arange(len(self.view))
         self.pos: dict[str, int] = {p: i for i, p in enumerate(self.paper_ids)}

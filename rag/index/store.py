@@ -513,6 +513,14 @@ class ChromaStore:
             offset += _GET_PAGE
 
     @_guarded
+    def papers_at(self, first_chunks: Sequence[str]) -> list[StoredPaper]:
+        """The stored papers whose chunk-0 rows have these ids (ids no longer stored are left out)."""
+        if not first_chunks:
+            return []
+        res = self.chroma_collection.get(ids=list(dict.fromkeys(first_chunks)), include=["metadatas"])
+        return [rows.read_paper(md) for md in res["metadatas"] if rows.is_first_chunk(md)]
+
+    @_guarded
     def papers(self, paper_ids: Sequence[str] | None = None,
                where: dict[str, Any] | None = None) -> list[StoredPaper]:
         """Stored papers (read from their chunk-0 rows) by ids and/or a metadata filter."""
