@@ -76,7 +76,7 @@ def ingest_figure(corpus: Path, profile: Path | None) -> dict[str, Any]:
     from bench.ingest_ratio import _bare_encoder
     from rag.config import get_settings
     from rag.ingest import loaders
-    from rag.ingest.chunking import embedding_text
+    from rag.ingest.chunking import chunk_papers, embedding_text
     from rag.runtime import Runtime
 
     loads = [_load()]
@@ -89,15 +89,24 @@ def ingest_figure(corpus: Path, profile: Path | None) -> dict[str, Any]:
     texts = [embedding_text(p) for p in papers]
     with tempfile.TemporaryDirectory() as tmp:
         rt = Runtime(get_settings(home=tmp, embeddings={"cache": False}))
+        ing = rt.ingestor(progress=False)
+        # what the CLI embeds: each paper's chunks (an abstract longer than the model's window is cut into
+        # overlapping sentence windows instead of truncated), the same texts the bare encoder is given here
+        chunks = [c.text for cs in chunk_papers(papers, rt.embedder.count_tokens, ing.max_tokens, ing.overlap)
+                  for c in cs]
         bare = _bare_encoder(rt.embedder)
         bare.encode(texts[:64])  # warm-up, as bench.ingest_ratio
         loads.append(_load())
         t0 = time.perf_counter()
-        bare.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+        bare.encode(chunks, normalize_embeddings=True, convert_to_numpy=True)
         bare_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        bare.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+        per_paper_s = time.perf_counter() - t0
         loads.append(_load())
         rt.close()
-    return {"papers": len(papers), "cli_s": cli_s, "bare_s": bare_s, "ratio": bare_s / cli_s,
+    return {"papers": len(papers), "chunks": len(chunks), "cli_s": cli_s, "bare_s": bare_s,
+            "ratio": bare_s / cli_s, "per_paper_s": per_paper_s, "per_paper_ratio": per_paper_s / cli_s,
             "summary": out.strip().splitlines()[-1] if out.strip() else "", "loads": loads}
 
 
@@ -125,8 +134,12 @@ def _write(ing: dict[str, Any] | None, ask: dict[str, Any] | None, corpus: Path)
     if ing:
         met = "met" if ing["ratio"] >= 0.85 else f"not met: {ing['cli_s'] - ing['bare_s'] / 0.85:.0f} s too slow"
         rows.append(f"| `paperchat ingest {corpus.name}` in a new home, process start to exit | {ing['cli_s']:.1f} s "
-                    f"for {ing['papers']} papers; bare encoder {ing['bare_s']:.1f} s | **ratio {ing['ratio']:.2f}** "
-                    f"(≥ 0.85: {met}) | {' → '.join(ing['loads'])} |")
+                    f"for {ing['papers']} papers ({ing['chunks']} chunks); bare encoder on the same {ing['chunks']} "
+                    f"texts {ing['bare_s']:.1f} s | **ratio {ing['ratio']:.2f}** (≥ 0.85: {met}) | "
+                    f"{' → '.join(ing['loads'])} |")
+        rows.append(f"| the same ingest against the bare encoder on one text per paper (title + abstract, cut at "
+                    f"the model's window: fewer tokens than the ingest embeds) | bare encoder {ing['per_paper_s']:.1f}"
+                    f" s | ratio {ing['per_paper_ratio']:.2f} | |")
     if ask:
         met = "met" if ask["p95"] <= 300 else f"not met by {ask['p95'] - 300:.0f} ms"
         rows.append(f"| `paperchat ask --batch` ({ask['questions']} seed questions, first time each), the answers' "
@@ -156,8 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         a.profile.mkdir(parents=True, exist_ok=True)
     ing = ingest_figure(a.corpus, a.profile) if a.only in (None, "ingest") else None
     if ing:
-        print(f"ingest: CLI {ing['cli_s']:.1f} s, bare encoder {ing['bare_s']:.1f} s, ratio {ing['ratio']:.3f} "
-              f"({ing['papers']} papers; load {' -> '.join(ing['loads'])})", flush=True)
+        print(f"ingest: CLI {ing['cli_s']:.1f} s, bare encoder on the same {ing['chunks']} texts "
+              f"{ing['bare_s']:.1f} s, ratio {ing['ratio']:.3f}; on one text per paper "
+              f"{ing['per_paper_s']:.1f} s, ratio "
+              f"{ing['per_paper_ratio']:.3f} ({ing['papers']} papers; load {' -> '.join(ing['loads'])})", flush=True)
     ask = ask_figure(a.profile) if a.only in (None, "ask") else None
     if ask:
         print(f"ask --batch: {ask['questions']} first-time answers, p50 {ask['p50']:.0f} ms, p95 {ask['p95']:.0f} ms, "
