@@ -149,6 +149,14 @@ def add_one(home: Path) -> dict[str, float]:
 
 # ---------------------------------------------------------------- child processes
 
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM: its own, reset by exec, unlike ``ru_maxrss``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def _child(spec: dict[str, Any]) -> dict[str, Any]:
     from rag.qa.chain import AnswerChain
     from rag.runtime import Runtime
@@ -171,6 +179,7 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
             t0 = time.perf_counter()
             retriever.search(q)
             out["ms"].append((time.perf_counter() - t0) * 1000)
+    out["rss_mb"] = _peak_rss_mb()
     rt.close()
     return out
 
@@ -183,7 +192,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def measure(homes: dict[str, Path], qs: list[str], rounds: int, first: int) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {k: {"retrieve": [], "first": [], "loads": []} for k in homes}
+    out: dict[str, dict[str, Any]] = {k: {"retrieve": [], "first": [], "loads": [], "rss_retrieve": [],
+                                          "rss_first": []} for k in homes}
     per = (len(qs) - 5 - first) // rounds
     for r in range(rounds):  # the two homes alternate, so a change of load hits both
         for name, home in homes.items():
@@ -191,11 +201,13 @@ def measure(homes: dict[str, Path], qs: list[str], rounds: int, first: int) -> d
                          "questions": qs[5 + r * per:5 + (r + 1) * per]})
             out[name]["retrieve"] += res["ms"]
             out[name]["loads"].append(res["load"])
+            out[name]["rss_retrieve"].append(res["rss_mb"])
     for i in range(first):
         for name, home in homes.items():
             res = child({"mode": "first", "home": str(home), "questions": [qs[-1 - i]]})
             out[name]["first"] += res["ms"]
             out[name]["loads"].append(res["load"])
+            out[name]["rss_first"].append(res["rss_mb"])
     return out
 
 
@@ -241,7 +253,7 @@ def main() -> None:
     body = render(args, built, res, load0)
     print(body)
     if not args.no_write:
-        update_section("fulltext-scale", body)
+        update_section("fulltext-scale" if args.papers == 1000 else f"fulltext-scale-{args.papers}", body)
 
 
 def render(args: argparse.Namespace, built: dict[str, float], res: dict[str, dict[str, Any]], load0: float) -> str:
@@ -261,11 +273,13 @@ def render(args: argparse.Namespace, built: dict[str, float], res: dict[str, dic
             f"{built['size_mb']:.0f} MB); adding one more paper with 40 passages updated it by increments "
             f"in {built['add_update_s']:.2f} s (rebuilds: {built['add_built']:.0f}, updates: "
             f"{built['add_updated']:.0f}).\n\n"
-            "| home | retrieval p50 / p95 ms | first question's answer p50 / p95 ms (fresh process each) |\n"
-            "|---|--:|--:|\n")
+            "| home | retrieval p50 / p95 ms | first question's answer p50 / p95 ms (fresh process each) "
+            "| peak RSS MB: retrieval process / first-question process |\n"
+            "|---|--:|--:|--:|\n")
     for name, r in res.items():
         body += (f"| {name} | {p(r['retrieve'], 50):.0f} / {p(r['retrieve'], 95):.0f} | "
-                 f"{p(r['first'], 50):.0f} / {p(r['first'], 95):.0f} |\n")
+                 f"{p(r['first'], 50):.0f} / {p(r['first'], 95):.0f} | "
+                 f"{max(r['rss_retrieve']):.0f} / {max(r['rss_first']):.0f} |\n")
     body += (f"\nRetrieval p95 full text ÷ abstracts only: **{ratio:.2f}** (target ≤ 2); first question's answer "
              f"p95 with full text: **{p(f['first'], 95):.0f} ms** (target ≤ 1,000). {len(a['retrieve'])} "
              f"retrievals and {len(a['first'])} first questions per home.\n")
