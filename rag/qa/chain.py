@@ -301,7 +301,7 @@ class AnswerChain:
             state.total_matches = 0 if allowed is None else len(allowed)
             if not hits and allowed is not None and len(allowed):  # nothing scored (an empty query): list them
                 ids = sorted(self.retriever.lexical.paper_ids[i] for i in allowed)[:state.k]
-                stored = {p.id: p for p in self.runtime.store.papers(ids)}
+                stored = {p.id: p for p in self.retriever.read_papers(ids)}
                 hits = [PaperHit(p, 0.0, paper=stored[p]) for p in ids if p in stored]
         if state.pin:
             hits = steer(hits, self.runtime.store, state.pin, state.exclude, state.k)
