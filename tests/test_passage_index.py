@@ -61,6 +61,16 @@ def test_passage_index_follows_the_store_by_increments(make_runtime) -> None:
     other.sync(rt.store, rt.lexical.state)
     assert other.counts == {"loaded": 1} and _scores(other) == _scores(index)
     assert other.papers == index.papers == {"p0", "p1", "p2", "p3"}
+    # the loaded index (its file mapped, pages and sections made only when needed) follows a change as well, and
+    # what it saves loads again whole
+    ing.ingest_papers([_paper(4, TOPICS[:2])])
+    other.sync(rt.store, rt.lexical.state)
+    assert other.counts == {"loaded": 1, "updated": 1} and other.refs == index.refs
+    assert len(index.refs) == len(index.ids) == 22
+    assert index.refs[index.ids.index(next(c for c in index.ids if c.startswith("p4#")))][2] == "1 Design"
+    third = PassageIndex(k1=index.k1, b=index.b, path=index.path)
+    third.sync(rt.store, rt.lexical.state)
+    assert third.counts == {"loaded": 1} and third.refs == index.refs and _scores(third) == _scores(index)
 
 
 def test_compaction_keeps_the_scores(make_runtime) -> None:

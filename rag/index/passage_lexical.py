@@ -64,7 +64,10 @@ class PassageIndex:
     path: Path | None = None  # where it is saved; None: memory only
     ids: list[str] = field(default_factory=list)  # passage row ids, in document order (tombstoned ones too)
     pids: list[str] = field(default_factory=list)  # their papers
-    refs: list[rows.PassageRef] = field(default_factory=list)
+    _refs: list[rows.PassageRef] = field(default_factory=list)  # their pages and sections: ``refs``
+    # a loaded file's (pages, section codes, section names), made into ``refs`` only when first needed (a change
+    # or a save): 400,000 small objects cost a question ~1 s at 10k papers, and a search never reads them
+    _saved_refs: tuple[np.ndarray, np.ndarray, list[str]] | None = None
     # term → (docs, tf): the terms changed or used since the saved file was loaded; the others are in ``_csr``
     postings: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
@@ -85,6 +88,20 @@ class PassageIndex:
             if index is None:
                 index = _INDEXES[lexical] = cls(k1=lexical.k1, b=lexical.b, path=index_file(lexical))
             return index
+
+    @property
+    def refs(self) -> list[rows.PassageRef]:
+        """Each document's pages and section, in document order."""
+        if self._saved_refs is not None:
+            pages, section, names = self._saved_refs
+            self._refs = [rows.PassageRef(a, b, names[c])
+                          for (a, b), c in zip(pages.tolist(), section.tolist(), strict=True)]
+            self._saved_refs = None
+        return self._refs
+
+    @refs.setter
+    def refs(self, value: list[rows.PassageRef]) -> None:
+        self._refs, self._saved_refs = value, None
 
     @property
     def size(self) -> int:
@@ -241,17 +258,19 @@ class PassageIndex:
         if self.path is None or not self.path.is_file():
             return False
         try:
-            data = self.path.read_bytes()
-            if not data.startswith(_MAGIC):
+            # mapped, not read: a search touches the postings of its few terms, not the whole file (313 MB at
+            # 400,000 passages); a save replaces the file by rename, so the mapped one stays whole
+            data = np.memmap(self.path, dtype=np.uint8, mode="r")
+            if bytes(data[:len(_MAGIC)]) != _MAGIC:
                 raise ValueError("not a passage index")
             at = len(_MAGIC) + 8
-            size = int.from_bytes(data[len(_MAGIC):at], "little")
-            head = json.loads(data[at:at + size])
+            size = int.from_bytes(bytes(data[len(_MAGIC):at]), "little")
+            head = json.loads(bytes(data[at:at + size]))
             at += size
             arrays: dict[str, np.ndarray] = {}
             for name, dtype, shape in head["arrays"]:
                 n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-                arrays[name] = np.frombuffer(data, dtype, int(np.prod(shape)), at).reshape(shape)
+                arrays[name] = data[at:at + n].view(dtype).reshape(shape)
                 at += n
             if at != len(data):
                 raise ValueError(f"{len(data) - at} bytes left over")
@@ -267,8 +286,7 @@ class PassageIndex:
         self.ids = head["ids"].split("\n") if head["ids"] else []
         papers, sections = head["papers"], head["sections"]
         self.pids = [papers[c] for c in arrays["paper"].tolist()]
-        self.refs = [rows.PassageRef(a, b, sections[s])
-                     for (a, b), s in zip(arrays["pages"].tolist(), arrays["section"].tolist(), strict=True)]
+        self._refs, self._saved_refs = [], (arrays["pages"], arrays["section"], sections)
         terms = head["terms"].split("\n") if head["terms"] else []
         self.postings = {}
         self._csr = ({t: i for i, t in enumerate(terms)}, arrays["offsets"], arrays["docs"], arrays["tf"])
