@@ -255,6 +255,10 @@ def test_papers_are_read_by_their_chunk_0_and_one_rewritten_since_by_its_id(make
     assert report.updated == 1, report
     quokka = by_title["Quokka counts"]
     assert rt.store.papers_at([first[quokka]]) == []  # that version is gone
+    # the synced index names the new chunk 0 (its paper now in a later segment of the index), the other's unchanged
+    now = rt.lexical.first_chunks([quokka, by_title["Wombat burrows"]])
+    assert now[quokka] != first[quokka] and now[by_title["Wombat burrows"]] == first[by_title["Wombat burrows"]]
+    assert [p.abstract for p in rt.store.papers_at([now[quokka]])] == ["We count quokkas from kayaks."]
     # an index that has not synced since (another process wrote) still names the old chunk 0
     monkeypatch.setattr(rt.lexical, "first_chunks", lambda pids: {p: first[p] for p in pids if p in first})
     assert [p.abstract for p in retriever.read_papers([quokka])] == ["We count quokkas from kayaks."]

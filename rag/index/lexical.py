@@ -115,7 +115,7 @@ class LexicalIndex:
         view = self._bm25
         if view is None:
             return {}
-        return {p: f"{view.keys[view.pos[p]]}#0" for p in paper_ids if p in view.pos}
+        return {p: f"{view.key(view.pos[p])}#0" for p in paper_ids if p in view.pos}
 
     @property
     def state(self) -> tuple[int, int]:

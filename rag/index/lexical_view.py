@@ -66,8 +66,6 @@ class IndexView:
         order = sorted(live_slots.tolist(), key=slot_pids.__getitem__)
         self.view = np.array(order, dtype=np.int64)  # position → slot
         self.paper_ids: list[str] = [slot_pids[s] for s in order]
-        slot_keys = [k for s in segments for k in s.keys]
-        self.keys: list[str] = [slot_keys[s] for s in order]  # position → version key ``paper_id#content_hash``
         self.slot_to_pos = np.full(n_slots, -1, dtype=np.int64)
         self.slot_to_pos[self.view] = np.arange(len(self.view))
         self.pos: dict[str, int] = {p: i for i, p in enumerate(self.paper_ids)}
@@ -92,6 +90,12 @@ class IndexView:
     def idf(self, tid: int) -> float:
         d = int(self.df[tid]) if tid < len(self.df) else 0
         return float(np.log1p((self.n - d + 0.5) / (d + 0.5))) if d else 0.0
+
+    def key(self, pos: int) -> str:
+        """The version key (``paper_id#content_hash``) of the paper at position ``pos``, read from its segment."""
+        slot = int(self.view[pos])
+        seg = int(np.searchsorted(self.offsets, slot, side="right")) - 1
+        return self.segments[seg].keys[slot - int(self.offsets[seg])]
 
     def slots_to_positions(self, seg_index: int, local: np.ndarray) -> np.ndarray:
         pos = self.slot_to_pos[self.offsets[seg_index] + local.astype(np.int64)]

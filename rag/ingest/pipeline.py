@@ -346,12 +346,16 @@ class Ingestor:
     def _write_passages(self, batch: list[Paper], report: IngestReport) -> None:
         """After the batch's papers are stored: their full-text passages, under the paper each record is stored
         as (a PDF of a paper stored from another file adds its passages to that paper)."""
+        todo = self._plan_passages(batch)
+        self._store_passages(todo, full_text.rows(todo.to_write, self.embedder), report)
+
+    def _plan_passages(self, batch: list[Paper]) -> full_text.PassagePlan:
         records = {self._canon.get(p.id, p.id): p.passages for p in batch if p.passages}
-        if not records:
-            return
-        todo = full_text.plan(self.store, records)
+        return full_text.plan(self.store, records) if records else full_text.PassagePlan([], [])
+
+    def _store_passages(self, todo: full_text.PassagePlan, rows: list[ChunkRow], report: IngestReport) -> None:
+        """Write the embedded passages of ``todo``, then delete the versions they replace."""
         if todo.to_write:
-            rows = full_text.rows(todo.to_write, self.embedder)
             self._before_first_write()
             self.store.upsert(rows)
             report.full_text += len(todo.to_write)

@@ -38,6 +38,7 @@ from rag.errors import ConfigError, PaperchatError, UpstreamError
 from rag.index.embeddings import Embedder, make_embedder
 from rag.index.rows import paper_of_chunk
 from rag.index.store import ChromaStore, ChunkRow
+from rag.ingest import passages as full_text
 from rag.ingest.loaders.base import RecordProblem
 from rag.ingest.pipeline import Ingestor, IngestReport, paper_rows
 from rag.records import Paper
@@ -297,14 +298,20 @@ class RayIngestor(Ingestor):
         self._collect_ready(report)
 
     def _collect_ready(self, report: IngestReport) -> None:
-        """Passages of the papers now written, then the collections of the files whose papers are all written,
-        in file order."""
+        """Passages of the papers now written (embedded outside the lock: the writer thread goes on storing the
+        workers' rows meanwhile), then the collections of the files whose papers are all written, in file order."""
         with self._lock:
-            ready = [p for p in self._with_passages if self._canon.get(p.id, p.id) not in self._unwritten]
-            if ready:
-                self._with_passages = [p for p in self._with_passages
-                                       if self._canon.get(p.id, p.id) in self._unwritten]
-                self._write_passages(ready, report)
+            ready: list[Paper] = []
+            waiting: list[Paper] = []
+            for p in self._with_passages:
+                (waiting if self._canon.get(p.id, p.id) in self._unwritten else ready).append(p)
+            self._with_passages = waiting
+            todo = self._plan_passages(ready)
+        if todo.to_write or todo.stale:
+            rows = full_text.rows(todo.to_write, self.embedder)
+            with self._lock:
+                self._store_passages(todo, rows, report)
+        with self._lock:
             while self._pending and self._pending[0].ids.isdisjoint(self._unwritten):
                 f = self._pending.pop(0)
                 self._collect(report, f.collection, f.origin, f.placed)

@@ -290,7 +290,7 @@ class AnswerChain:
         result = self.retriever.search(query, k=state.k + len(state.exclude), filters=filters)
         hits = result.hits
         if state.pin or state.exclude:  # the reader's steering (rag.qa.why)
-            hits = steer(hits, self.runtime.store, [], state.exclude, state.k)
+            hits = steer(hits, self.retriever.read_papers, [], state.exclude, state.k)
         if condensed.prefer_ids and hits:
             state.focus_scorer = QuestionScorer(self.evidence, condensed.question)
             hits = self._prefer(hits, condensed, state.focus_scorer)
@@ -304,7 +304,7 @@ class AnswerChain:
                 stored = {p.id: p for p in self.retriever.read_papers(ids)}
                 hits = [PaperHit(p, 0.0, paper=stored[p]) for p in ids if p in stored]
         if state.pin:
-            hits = steer(hits, self.runtime.store, state.pin, state.exclude, state.k)
+            hits = steer(hits, self.retriever.read_papers, state.pin, state.exclude, state.k)
         state.query_vector = self.evidence.embed([query])[0]
         if any(h.passages for h in hits):  # full text: each paper's best evidence, its abstract or a passage
             choose_evidence(hits, self.evidence, QuestionScorer(self.evidence, query, state.query_vector))

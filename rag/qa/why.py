@@ -14,22 +14,22 @@ papers that were not cited, best first.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rag.analysis import analyze
 from rag.answer import Answer, AppliedFilters, Citation, Why, filter_phrases
 from rag.index.lexical import paper_text
-from rag.index.store import ChromaStore
 from rag.qa.retrieval import PaperHit
+from rag.records import StoredPaper
 
 MAX_NOT_CITED = 5  # the close papers left out that an answer lists
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.U)
 
 
-def steer(hits: list[PaperHit], store: ChromaStore, pin: Sequence[str], exclude: Sequence[str],
-          k: int) -> list[PaperHit]:
-    """``hits`` without the excluded papers and cut to ``k``, with the pinned ones first (read from ``store``
-    when retrieval did not find them; a pinned id not stored is skipped)."""
+def steer(hits: list[PaperHit], read: Callable[[list[str]], list[StoredPaper]], pin: Sequence[str],
+          exclude: Sequence[str], k: int) -> list[PaperHit]:
+    """``hits`` without the excluded papers and cut to ``k``, with the pinned ones first (``read`` when retrieval
+    did not find them: ``Retriever.read_papers``; a pinned id not stored is skipped)."""
     banned = set(exclude)
     kept = [h for h in hits if h.paper_id not in banned][:k]
     wanted = [p for p in dict.fromkeys(pin) if p not in banned]
@@ -38,7 +38,7 @@ def steer(hits: list[PaperHit], store: ChromaStore, pin: Sequence[str], exclude:
     found = {h.paper_id: h for h in hits if h.paper_id in wanted}
     missing = [p for p in wanted if p not in found]
     if missing:
-        found.update((p.id, PaperHit(p.id, 0.0, paper=p)) for p in store.papers(missing))
+        found.update((p.id, PaperHit(p.id, 0.0, paper=p)) for p in read(missing))
     pinned = [found[p] for p in wanted if p in found]
     return pinned + [h for h in kept if h.paper_id not in found]
 
